@@ -1,0 +1,22 @@
+"""The distribution installs the rooms the design names and the console scripts it promises."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+
+import pytest
+
+ROOMS = ["tfjob", "kube", "certs", "webhook", "controller", "sandbox"]
+SCRIPTS = ["tfgang-certs", "tfgang-webhook", "tfgang-controller", "tfgang-sandbox"]
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_every_room_is_importable(room: str) -> None:
+    assert importlib.import_module(room).__doc__
+
+
+def test_console_scripts_are_declared() -> None:
+    entry_points = importlib.metadata.entry_points(group="console_scripts")
+    names = {ep.name for ep in entry_points if ep.dist is not None and ep.dist.name == "tfgang"}
+    assert set(SCRIPTS) <= names
