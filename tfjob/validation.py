@@ -1,0 +1,284 @@
+"""TFJob admission validation: upstream's rules (reference §2.1) plus design D12 and D16.
+
+Errors print exactly like apimachinery's ``field.Error`` and aggregate like ``ToAggregate``,
+because users and scripts match these strings. Validation runs on the raw, un-defaulted object,
+tolerates any shape, and returns every error in a fixed order: upstream's rules first, in
+upstream's order, then tfgang's own (D16).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tfjob.constants import (
+    CHIEF,
+    CLEAN_POD_POLICIES,
+    CONTAINER_NAME,
+    EVALUATOR,
+    KNOWN_TYPES,
+    MANAGED_BY_VALUES,
+    MASTER,
+    NORMALISE_ORDER,
+    RESTART_POLICIES,
+    SUCCESS_POLICIES,
+)
+from tfjob.defaults import canonical_replica_type
+from tfjob.naming import replica_name
+from tfjob.wire import TFJob
+
+REQUIRED: Final = "Required value"
+INVALID: Final = "Invalid value"
+FORBIDDEN: Final = "Forbidden"
+UNSUPPORTED: Final = "Unsupported value"
+DUPLICATE: Final = "Duplicate value"
+# Kinds whose message shows no value (apimachinery's ErrorBody).
+_KINDS_WITHOUT_VALUE: Final = frozenset({REQUIRED, FORBIDDEN})
+
+DNS1035_MAX_LENGTH: Final = 63
+_DNS1035_FORMAT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_PATTERN: Final = re.compile(f"^{_DNS1035_FORMAT}$")
+DNS1035_REGEX_MESSAGE: Final = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    f"regex used for validation is '{_DNS1035_FORMAT}')"
+)
+DNS1035_LENGTH_MESSAGE: Final = f"must be no more than {DNS1035_MAX_LENGTH} characters"
+# Types that run as a single process: TensorFlow has one chief and one evaluator (D16).
+_SINGLETON_TYPES: Final = (CHIEF, MASTER, EVALUATOR)
+
+_REPLICA_SPECS = "spec.tfReplicaSpecs"
+_RUN_POLICY = "spec.runPolicy"
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One validation failure, printed as apimachinery prints a ``field.Error``."""
+
+    path: str
+    kind: str
+    detail: str
+    value: object = None
+
+    def __str__(self) -> str:
+        body = self.kind if self.kind in _KINDS_WITHOUT_VALUE else f"{self.kind}: {_go_value(self.value)}"
+        if self.detail:
+            body += f": {self.detail}"
+        return f"{self.path}: {body}"
+
+
+def aggregate(errors: Sequence[FieldError]) -> str:
+    """All errors in one message: one prints as is, several as ``[e1, e2]`` (duplicates once)."""
+    messages = list(dict.fromkeys(str(error) for error in errors))
+    if len(messages) == 1:
+        return messages[0]
+    return f"[{', '.join(messages)}]" if messages else ""
+
+
+def validate_create(job: TFJob) -> list[FieldError]:
+    """Every reason to reject ``job`` on create."""
+    return _validate(job, immutable_errors=[])
+
+
+def validate_update(old: TFJob, new: TFJob) -> list[FieldError]:
+    """Every reason to reject the update ``old`` -> ``new``: the create rules plus immutability."""
+    old_run_policy = _mapping(_mapping(old.get("spec")).get("runPolicy"))
+    new_run_policy = _mapping(_mapping(new.get("spec")).get("runPolicy"))
+    immutable: list[FieldError] = []
+    old_managed_by, new_managed_by = old_run_policy.get("managedBy"), new_run_policy.get("managedBy")
+    if old_managed_by != new_managed_by:
+        immutable.append(
+            FieldError(f"{_RUN_POLICY}.managedBy", INVALID, "field is immutable", new_managed_by)
+        )
+    old_queue = _mapping(old_run_policy.get("schedulingPolicy")).get("queue") or ""
+    new_queue = _mapping(new_run_policy.get("schedulingPolicy")).get("queue") or ""
+    if old_queue != new_queue:
+        immutable.append(
+            FieldError(f"{_RUN_POLICY}.schedulingPolicy.queue", INVALID, "field is immutable", new_queue)
+        )
+    return _validate(new, immutable_errors=immutable)
+
+
+def _validate(job: TFJob, immutable_errors: list[FieldError]) -> list[FieldError]:
+    spec = _mapping(job.get("spec"))
+    run_policy = _mapping(spec.get("runPolicy"))
+    # Upstream's order (reference §2.1): name, managedBy unchanged, managedBy value, replica specs.
+    errors = _name_errors(job)
+    errors += immutable_errors
+    errors += _managed_by_errors(run_policy)
+    errors += _replica_specs_errors(spec.get("tfReplicaSpecs"))
+    errors += _policy_value_errors(spec, run_policy)
+    errors += _replica_name_length_errors(job)
+    return errors
+
+
+# --- upstream rules -------------------------------------------------------------------------------
+
+
+def _name_errors(job: TFJob) -> list[FieldError]:
+    name = _mapping(job.get("metadata")).get("name")
+    problems = dns1035_label_errors(name if isinstance(name, str) else "")
+    if not problems:
+        return []
+    return [FieldError("metadata.name", INVALID, f"should match: {','.join(problems)}", name)]
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """apimachinery's IsDNS1035Label messages for ``value``; empty when it is a valid label."""
+    problems = []
+    if len(value) > DNS1035_MAX_LENGTH:
+        problems.append(DNS1035_LENGTH_MESSAGE)
+    if not _DNS1035_PATTERN.match(value):
+        problems.append(DNS1035_REGEX_MESSAGE)
+    return problems
+
+
+def _managed_by_errors(run_policy: dict[str, Any]) -> list[FieldError]:
+    managed_by = run_policy.get("managedBy")
+    if managed_by is None or managed_by in MANAGED_BY_VALUES:
+        return []
+    return [_unsupported(f"{_RUN_POLICY}.managedBy", managed_by, MANAGED_BY_VALUES)]
+
+
+def _replica_specs_errors(replica_specs: object) -> list[FieldError]:
+    if replica_specs is None:
+        return [FieldError(_REPLICA_SPECS, REQUIRED, "must be required")]
+    if not isinstance(replica_specs, dict):
+        return [
+            FieldError(
+                _REPLICA_SPECS, INVALID, "must be a map of replica type to replica spec", replica_specs
+            )
+        ]
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for rtype, replica_spec in replica_specs.items():
+        rtype = str(rtype)
+        errors += _replica_spec_errors(rtype, replica_spec)
+        # D16: every key must name a known type, once, whatever its spelling.
+        if canonical_replica_type(rtype) not in KNOWN_TYPES:
+            errors.append(_unsupported(f"{_REPLICA_SPECS}[{rtype}]", rtype, NORMALISE_ORDER))
+        elif canonical_replica_type(rtype) in seen:
+            errors.append(FieldError(f"{_REPLICA_SPECS}[{rtype}]", DUPLICATE, "", rtype))
+        seen.add(canonical_replica_type(rtype))
+    canonical_types = [canonical_replica_type(str(key)) for key in replica_specs]
+    # D16: counted case-insensitively, since ``chief`` becomes ``Chief`` once defaulted.
+    if sum(1 for rtype in canonical_types if rtype in (CHIEF, MASTER)) > 1:
+        errors.append(FieldError(_REPLICA_SPECS, FORBIDDEN, "must not have more than 1 Chief or Master role"))
+    return errors
+
+
+def _replica_spec_errors(rtype: str, replica_spec: object) -> list[FieldError]:
+    path = f"{_REPLICA_SPECS}[{rtype}]"
+    containers_path = f"{path}.template.spec.containers"
+    if not isinstance(replica_spec, dict):
+        # D12: upstream dereferences a null spec; reject it like a spec without containers.
+        return [FieldError(containers_path, REQUIRED, "must be specified")]
+    containers = _containers(replica_spec)
+    errors: list[FieldError] = []
+    if not containers:
+        errors.append(FieldError(containers_path, REQUIRED, "must be specified"))
+    has_tensorflow = False
+    for index, container in enumerate(containers):
+        container = _mapping(container)
+        if not container.get("image"):
+            errors.append(FieldError(f"{containers_path}[{index}].image", REQUIRED, "must be required"))
+        has_tensorflow = has_tensorflow or container.get("name") == CONTAINER_NAME
+    if not has_tensorflow:
+        errors.append(
+            FieldError(
+                containers_path, REQUIRED, f"must have at least one container with name {CONTAINER_NAME}"
+            )
+        )
+    return errors + _replica_spec_value_errors(rtype, path, replica_spec)
+
+
+# --- tfgang's own rules (D16) -----------------------------------------------------------------------
+
+
+def _replica_spec_value_errors(rtype: str, path: str, replica_spec: dict[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    canonical = canonical_replica_type(rtype)
+    replicas = replica_spec.get("replicas")
+    if replicas is not None:
+        if isinstance(replicas, bool) or not isinstance(replicas, int):
+            errors.append(FieldError(f"{path}.replicas", INVALID, "must be an integer", replicas))
+        elif replicas < 0:
+            errors.append(
+                FieldError(f"{path}.replicas", INVALID, "must be greater than or equal to 0", replicas)
+            )
+        elif canonical in _SINGLETON_TYPES and replicas > 1:
+            errors.append(
+                FieldError(
+                    f"{path}.replicas", INVALID, f"must be less than or equal to 1 for {canonical}", replicas
+                )
+            )
+    restart_policy = replica_spec.get("restartPolicy")
+    if restart_policy not in (None, "", *RESTART_POLICIES):
+        errors.append(_unsupported(f"{path}.restartPolicy", restart_policy, RESTART_POLICIES))
+    return errors
+
+
+def _policy_value_errors(spec: dict[str, Any], run_policy: dict[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    success_policy = spec.get("successPolicy")
+    if success_policy is not None and success_policy not in SUCCESS_POLICIES:
+        errors.append(_unsupported("spec.successPolicy", success_policy, SUCCESS_POLICIES))
+    clean_pod_policy = run_policy.get("cleanPodPolicy")
+    if clean_pod_policy is not None and clean_pod_policy not in CLEAN_POD_POLICIES:
+        errors.append(_unsupported(f"{_RUN_POLICY}.cleanPodPolicy", clean_pod_policy, CLEAN_POD_POLICIES))
+    return errors
+
+
+def _replica_name_length_errors(job: TFJob) -> list[FieldError]:
+    """The longest pod/service name must stay a DNS-1035 label, or its creation fails later."""
+    name = _mapping(job.get("metadata")).get("name")
+    if not isinstance(name, str) or dns1035_label_errors(name):
+        return []  # the name rule already reported it
+    replica_specs = _mapping(_mapping(job.get("spec")).get("tfReplicaSpecs"))
+    longest = ""
+    for rtype, replica_spec in replica_specs.items():
+        replicas = _mapping(replica_spec).get("replicas", 1)
+        if isinstance(replicas, bool) or not isinstance(replicas, int):
+            continue
+        candidate = replica_name(name, str(rtype), max(replicas - 1, 0))
+        longest = max(longest, candidate, key=len)
+    if len(longest) <= DNS1035_MAX_LENGTH:
+        return []
+    detail = (
+        f"must be shorter: the replica name {json.dumps(longest)} has {len(longest)} characters, "
+        f"and a DNS-1035 label {DNS1035_LENGTH_MESSAGE}"
+    )
+    return [FieldError("metadata.name", INVALID, detail, name)]
+
+
+# --- helpers ------------------------------------------------------------------------------------------
+
+
+def _unsupported(path: str, value: object, supported: Sequence[str]) -> FieldError:
+    detail = "supported values: " + ", ".join(json.dumps(option) for option in supported)
+    return FieldError(path, UNSUPPORTED, detail, value)
+
+
+def _go_value(value: object) -> str:
+    # apimachinery prints a nil value as the string "null", strings quoted, simple types bare.
+    if value is None:
+        return '"null"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _containers(replica_spec: dict[str, Any]) -> list[Any]:
+    containers = _mapping(_mapping(replica_spec.get("template")).get("spec")).get("containers")
+    return containers if isinstance(containers, list) else []
