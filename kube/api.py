@@ -1,0 +1,423 @@
+"""Generic CRUD and watch over any ``Resource``, with raw dicts in and out.
+
+Requests go through ``ApiClient.call_api`` with ``_preload_content=False`` and the JSON is decoded
+here, so no generated model is ever built; every failure is mapped by ``kube.errors``; every request
+first takes a token from a client-side QPS/burst bucket; patches always state their content type.
+
+Public API:
+
+- ``WatchEvent(type, object)`` -- frozen; ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK.
+- ``RequestObserver = Callable[[str, str, int, float], None]`` -- ``(verb, resource, status,
+  seconds)`` called after every request (status 0: no HTTP answer), e.g. for metrics.
+- ``KubeApi(client, *, qps=20.0, burst=30, user_agent=None, field_manager=None,
+  request_timeout=30.0, on_request=None)`` -- owns ``client`` (``close()`` closes it). A
+  ``user_agent`` is set on the client itself.
+  - ``async get(res, name, namespace=None, *, subresource=None) -> dict``
+  - ``async list(res, namespace=None, *, label_selector=None, field_selector=None,
+    resource_version=None, limit=None, continue_token=None) -> dict`` -- one page, as served.
+  - ``async list_all(res, namespace=None, *, label_selector=None, field_selector=None,
+    page_size=500) -> tuple[list[dict], str]`` -- every page; items get ``apiVersion``/``kind``
+    filled in (the server omits them in lists); returns the items and the list's resourceVersion.
+  - ``async create(res, body, namespace=None, *, dry_run=False) -> dict`` -- the namespace defaults to
+    ``body.metadata.namespace``.
+  - ``async replace(res, name, body, namespace=None, *, subresource=None) -> dict``
+  - ``async patch(res, name, body, namespace=None, *, patch_type, subresource=None, dry_run=False,
+    field_manager=None, force=False) -> dict`` -- ``JSON`` takes a list of operations, the others a
+    dict; ``APPLY`` needs a field manager (argument or constructor default).
+  - ``async delete(res, name, namespace=None, *, propagation_policy=None, grace_period_seconds=None,
+    uid_precondition=None, resource_version_precondition=None) -> dict | None`` -- the object when
+    the server returns it (e.g. deletion pending on finalizers), ``None`` for a plain ``Status``.
+  - ``watch(res, namespace=None, *, resource_version, timeout_seconds, allow_bookmarks=True,
+    label_selector=None, field_selector=None) -> AsyncGenerator[WatchEvent, None]`` -- an async generator:
+    close it (``contextlib.aclosing``) when leaving early. It ends when the server ends the stream;
+    an ERROR event raises its ``ApiError`` (410 -> ``Gone``); a broken stream raises
+    ``ConnectionFailed``.
+  - ``async close()``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient, ApiException
+
+from kube.errors import (
+    ApiError,
+    ConnectionFailed,
+    from_api_exception,
+    from_connection_error,
+    from_status,
+    from_status_object,
+)
+from kube.patches import PatchType
+from kube.ratelimit import TokenBucket
+from kube.resources import Resource
+
+__all__ = ["KubeApi", "RequestObserver", "WatchEvent"]
+
+logger = logging.getLogger(__name__)
+
+RequestObserver = Callable[[str, str, int, float], None]
+
+WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
+_TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+Query = Sequence[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str
+    object: dict[str, Any]
+
+
+def _bool(value: bool) -> str:
+    # kubernetes_asyncio renders Python booleans as "True"; the API accepts "true" everywhere.
+    return "true" if value else "false"
+
+
+class KubeApi:
+    def __init__(
+        self,
+        client: ApiClient,
+        *,
+        qps: float = 20.0,
+        burst: int = 30,
+        user_agent: str | None = None,
+        field_manager: str | None = None,
+        request_timeout: float = 30.0,
+        on_request: RequestObserver | None = None,
+    ) -> None:
+        self._client = client
+        self._limiter = TokenBucket(qps, burst)
+        self._field_manager = field_manager
+        self._request_timeout = request_timeout
+        self._on_request = on_request
+        if user_agent:
+            client.user_agent = user_agent
+
+    @property
+    def client(self) -> ApiClient:
+        return self._client
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    # -- transport ---------------------------------------------------------------------------
+
+    def _observe(self, verb: str, res: Resource, status: int, started: float) -> None:
+        if self._on_request is None:
+            return
+        try:
+            self._on_request(verb, str(res), status, time.monotonic() - started)
+        except Exception:
+            logger.exception("request observer failed")
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        body: Any,
+        content_type: str | None,
+        client_timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        headers = {"Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        await self._limiter.acquire()
+        try:
+            response: aiohttp.ClientResponse = await self._client.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=client_timeout,
+            )
+        except ApiException as exc:
+            raise from_api_exception(exc) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise from_connection_error(exc) from exc
+        return response
+
+    async def _request(
+        self,
+        verb: str,
+        method: str,
+        res: Resource,
+        path: str,
+        *,
+        query: Query = (),
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> dict[str, Any] | None:
+        started = time.monotonic()
+        status = 0
+        try:
+            response = await self._send(
+                method, path, query, body, content_type, aiohttp.ClientTimeout(total=self._request_timeout)
+            )
+            try:
+                status = response.status
+                data = await response.read()
+            except _TRANSPORT_ERRORS as exc:
+                raise from_connection_error(exc) from exc
+            finally:
+                response.release()
+        finally:
+            self._observe(verb, res, status, started)
+        if not 200 <= status < 300:
+            raise from_status(status, data, reason=response.reason, headers=response.headers)
+        if not data:
+            return None
+        try:
+            decoded = json.loads(data)
+        except ValueError as exc:
+            raise ApiError(status, "BadResponse", f"{method} {path}: response is not JSON") from exc
+        if not isinstance(decoded, dict):
+            raise ApiError(status, "BadResponse", f"{method} {path}: response is not a JSON object")
+        return decoded
+
+    async def _request_object(
+        self, verb: str, method: str, res: Resource, path: str, **kwargs: Any
+    ) -> dict[str, Any]:
+        result = await self._request(verb, method, res, path, **kwargs)
+        if result is None:
+            raise ApiError(0, "BadResponse", f"{method} {path}: empty response")
+        return result
+
+    # -- CRUD --------------------------------------------------------------------------------
+
+    async def get(
+        self, res: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None
+    ) -> dict[str, Any]:
+        return await self._request_object("get", "GET", res, res.path(namespace, name, subresource))
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> dict[str, Any]:
+        query: builtins.list[tuple[str, str]] = []
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if resource_version is not None:
+            query.append(("resourceVersion", resource_version))
+        if limit is not None:
+            query.append(("limit", str(limit)))
+        if continue_token:
+            query.append(("continue", continue_token))
+        return await self._request_object("list", "GET", res, res.path(namespace), query=query)
+
+    async def list_all(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> tuple[builtins.list[dict[str, Any]], str]:
+        items: builtins.list[dict[str, Any]] = []
+        continue_token: str | None = None
+        while True:
+            page = await self.list(
+                res, namespace, label_selector=label_selector, field_selector=field_selector,
+                limit=page_size, continue_token=continue_token,
+            )
+            for item in page.get("items") or ():
+                if isinstance(item, dict):
+                    item.setdefault("apiVersion", res.api_version)
+                    item.setdefault("kind", res.kind)
+                    items.append(item)
+            metadata = page.get("metadata") or {}
+            continue_token = metadata.get("continue") or None
+            if continue_token is None:
+                return items, str(metadata.get("resourceVersion") or "")
+
+    async def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        if namespace is None and res.namespaced:
+            namespace = (body.get("metadata") or {}).get("namespace")
+            if not namespace:
+                raise ValueError(f"creating {res} needs a namespace (argument or metadata.namespace)")
+        query = [("dryRun", "All")] if dry_run else []
+        return await self._request_object(
+            "create", "POST", res, res.path(namespace), query=query, body=body,
+            content_type="application/json",
+        )
+
+    async def replace(
+        self,
+        res: Resource,
+        name: str,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        return await self._request_object(
+            "replace", "PUT", res, res.path(namespace, name, subresource), body=body,
+            content_type="application/json",
+        )
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        if not isinstance(patch_type, PatchType):
+            raise TypeError(f"patch_type must be a PatchType, got {patch_type!r}")
+        if patch_type is PatchType.JSON and not isinstance(body, list):
+            raise TypeError("a JSON patch body is a list of operations")
+        if patch_type is not PatchType.JSON and not isinstance(body, dict):
+            raise TypeError(f"a {patch_type.name} patch body is a dict")
+        query: builtins.list[tuple[str, str]] = []
+        manager = field_manager or self._field_manager
+        if patch_type is PatchType.APPLY:
+            if not manager:
+                raise ValueError("a server-side apply needs a field manager")
+            if force:
+                query.append(("force", _bool(True)))
+        if manager:
+            query.append(("fieldManager", manager))
+        if dry_run:
+            query.append(("dryRun", "All"))
+        return await self._request_object(
+            "patch", "PATCH", res, res.path(namespace, name, subresource), query=query, body=body,
+            content_type=patch_type.value,
+        )
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        uid_precondition: str | None = None,
+        resource_version_precondition: str | None = None,
+    ) -> dict[str, Any] | None:
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation_policy is not None:
+            if propagation_policy not in ("Foreground", "Background", "Orphan"):
+                raise ValueError(f"unknown propagation policy {propagation_policy!r}")
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        preconditions: dict[str, str] = {}
+        if uid_precondition is not None:
+            preconditions["uid"] = uid_precondition
+        if resource_version_precondition is not None:
+            preconditions["resourceVersion"] = resource_version_precondition
+        if preconditions:
+            options["preconditions"] = preconditions
+        result = await self._request(
+            "delete", "DELETE", res, res.path(namespace, name), body=options, content_type="application/json"
+        )
+        if result is None or result.get("kind") == "Status":
+            return None
+        return result
+
+    # -- watch -------------------------------------------------------------------------------
+
+    async def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        allow_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> AsyncGenerator[WatchEvent, None]:
+        if timeout_seconds <= 0:
+            raise ValueError("a watch needs a positive server-side timeout")
+        query: builtins.list[tuple[str, str]] = [
+            ("watch", _bool(True)),
+            ("resourceVersion", resource_version),
+            ("timeoutSeconds", str(timeout_seconds)),
+            ("allowWatchBookmarks", _bool(allow_bookmarks)),
+        ]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        # A half-open connection would otherwise block a read forever: the server must end the
+        # stream by timeout_seconds, so a read idle well past that is a dead connection.
+        timeout = aiohttp.ClientTimeout(sock_connect=self._request_timeout, sock_read=timeout_seconds + 30)
+        started = time.monotonic()
+        status = 0
+        try:
+            response = await self._send("GET", res.path(namespace), query, None, None, timeout)
+            status = response.status
+        finally:
+            self._observe("watch", res, status, started)
+        try:
+            if not 200 <= status < 300:
+                try:
+                    data = await response.read()
+                except _TRANSPORT_ERRORS as exc:
+                    raise from_connection_error(exc) from exc
+                raise from_status(status, data, reason=response.reason, headers=response.headers)
+            while True:
+                try:
+                    line = await response.content.readline()
+                except (*_TRANSPORT_ERRORS, ValueError) as exc:
+                    raise from_connection_error(exc) from exc
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    continue
+                event = _parse_watch_line(line)
+                if event is not None:
+                    yield event
+        finally:
+            response.close()
+
+
+def _parse_watch_line(line: bytes) -> WatchEvent | None:
+    try:
+        decoded = json.loads(line)
+    except ValueError as exc:
+        raise ConnectionFailed(0, "BadWatchStream", f"undecodable watch line: {line[:200]!r}") from exc
+    if not isinstance(decoded, dict):
+        raise ConnectionFailed(0, "BadWatchStream", f"watch line is not an object: {line[:200]!r}")
+    event_type = decoded.get("type")
+    obj = decoded.get("object")
+    if event_type == "ERROR" or (event_type is None and "code" in decoded):
+        raise from_status_object(obj if isinstance(obj, dict) else decoded)
+    if event_type not in WATCH_EVENT_TYPES or not isinstance(obj, dict):
+        logger.warning("ignoring unexpected watch event %r", line[:200])
+        return None
+    return WatchEvent(event_type, obj)

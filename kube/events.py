@@ -1,0 +1,253 @@
+"""Record core/v1 Events without blocking the caller, aggregating repeats.
+
+``record()`` only updates in-memory state and wakes a background writer task. Repeats of the same
+(object, type, reason, message) become one Event whose ``count`` and ``lastTimestamp`` are patched,
+as ``kubectl describe`` shows them (``x3 over 2m``); several repeats recorded before the writer gets
+to them are folded into a single write. Writes are rate-limited by a token bucket. A failed write
+is logged and dropped; nothing is ever raised to the caller.
+
+Public API:
+
+- ``EventRecorder(api, component, *, host=None, qps=5.0, burst=25, max_tracked=4096)``
+  - ``record(involved, type, reason, message) -> None`` -- ``involved`` is an object (or an
+    object reference) with ``apiVersion``, ``kind`` and ``metadata`` (name, namespace, uid); ``type``
+    is ``Normal`` or ``Warning``. Needs a running event loop (the writer starts lazily).
+  - ``async flush()`` -- wait until everything recorded so far has been written (or dropped).
+  - ``async close(drain_seconds=5.0)`` -- flush (for at most that long) and stop the writer.
+- ``EventKey`` -- frozen; the aggregation key. ``event_key(involved, type, reason, message)``.
+- ``event_name(involved_name, now) -> str`` -- ``<name>.<hex nanoseconds>``, as client-go names them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kube.api import KubeApi
+from kube.errors import ApiError, NotFound
+from kube.patches import PatchType
+from kube.ratelimit import TokenBucket
+from kube.resources import EVENTS
+
+__all__ = ["EventKey", "EventRecorder", "event_key", "event_name"]
+
+logger = logging.getLogger(__name__)
+
+EVENT_TYPES = frozenset({"Normal", "Warning"})
+MAX_MESSAGE = 1024
+
+
+@dataclass(frozen=True)
+class EventKey:
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    type: str
+    reason: str
+    message: str
+
+
+def _reference(involved: Mapping[str, Any]) -> dict[str, str]:
+    metadata = involved.get("metadata")
+    source: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else involved
+    ref = {
+        "apiVersion": str(involved.get("apiVersion") or ""),
+        "kind": str(involved.get("kind") or ""),
+        "namespace": str(source.get("namespace") or ""),
+        "name": str(source.get("name") or ""),
+        "uid": str(source.get("uid") or ""),
+    }
+    if not ref["kind"] or not ref["name"]:
+        raise ValueError("the involved object needs a kind and a metadata.name")
+    return ref
+
+
+def event_key(involved: Mapping[str, Any], type: str, reason: str, message: str) -> EventKey:
+    ref = _reference(involved)
+    return EventKey(ref["apiVersion"], ref["kind"], ref["namespace"], ref["name"], ref["uid"], type, reason,
+                    message[:MAX_MESSAGE])
+
+
+def event_name(involved_name: str, now: datetime.datetime) -> str:
+    nanos = int(now.timestamp() * 1_000_000) * 1000
+    return f"{involved_name}.{nanos:x}"
+
+
+def _timestamp(now: datetime.datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class _Series:
+    """One aggregated Event: what was written, and the repeats not yet written."""
+
+    event_name: str | None = None
+    event_namespace: str = ""
+    written_count: int = 0
+    pending: int = 0
+    first_seen: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
+    last_seen: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        api: KubeApi,
+        component: str,
+        *,
+        host: str | None = None,
+        qps: float = 5.0,
+        burst: int = 25,
+        max_tracked: int = 4096,
+    ) -> None:
+        self._api = api
+        self._component = component
+        self._host = host
+        self._limiter = TokenBucket(qps, burst)
+        self._max_tracked = max_tracked
+        self._series: OrderedDict[EventKey, _Series] = OrderedDict()
+        self._dirty: OrderedDict[EventKey, None] = OrderedDict()
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._writer: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def record(self, involved: Mapping[str, Any], type: str, reason: str, message: str) -> None:
+        if self._closed:
+            logger.warning("event %s %s dropped: the recorder is closed", type, reason)
+            return
+        if type not in EVENT_TYPES:
+            logger.error("event %s dropped: type %r is not Normal or Warning", reason, type)
+            return
+        try:
+            key = event_key(involved, type, reason, message)
+        except ValueError as exc:
+            logger.error("event %s dropped: %s", reason, exc)
+            return
+        now = datetime.datetime.now(datetime.UTC)
+        series = self._series.get(key)
+        if series is None:
+            series = _Series(first_seen=now, last_seen=now)
+            self._series[key] = series
+            self._evict()
+        else:
+            self._series.move_to_end(key)
+        series.pending += 1
+        series.last_seen = now
+        self._dirty[key] = None
+        self._idle.clear()
+        self._ensure_writer()
+        self._wakeup.set()
+
+    async def flush(self) -> None:
+        if self._writer is None:
+            return
+        await self._idle.wait()
+
+    async def close(self, drain_seconds: float = 5.0) -> None:
+        self._closed = True
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(drain_seconds):
+                await self.flush()
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+            self._writer = None
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _evict(self) -> None:
+        while len(self._series) > self._max_tracked:
+            key, _ = self._series.popitem(last=False)
+            self._dirty.pop(key, None)
+
+    def _ensure_writer(self) -> None:
+        if self._writer is None or self._writer.done():
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                logger.error("events need a running event loop; %d pending", len(self._dirty))
+                return
+            self._writer = loop.create_task(self._write_loop(), name=f"event-recorder-{self._component}")
+
+    async def _write_loop(self) -> None:
+        while True:
+            if not self._dirty:
+                self._idle.set()
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            await self._limiter.acquire()
+            if not self._dirty:
+                continue
+            key, _ = self._dirty.popitem(last=False)
+            series = self._series.get(key)
+            if series is None or series.pending == 0:
+                continue
+            try:
+                await self._write(key, series)
+            except ApiError as exc:
+                logger.warning("could not write event %s for %s %s/%s: %s",
+                               key.reason, key.kind, key.namespace, key.name, exc)
+            except Exception:
+                logger.exception("could not write event %s for %s %s/%s",
+                                 key.reason, key.kind, key.namespace, key.name)
+
+    async def _write(self, key: EventKey, series: _Series) -> None:
+        pending = series.pending
+        series.pending = 0
+        count = series.written_count + pending
+        if series.event_name is not None:
+            patch = {"count": count, "lastTimestamp": _timestamp(series.last_seen)}
+            try:
+                await self._api.patch(EVENTS, series.event_name, patch, series.event_namespace,
+                                      patch_type=PatchType.MERGE)
+                series.written_count = count
+                return
+            except NotFound:
+                # The Event expired (the API server keeps them ~1h): start a new one with the count.
+                series.event_name = None
+        namespace = key.namespace or "default"
+        name = event_name(key.name, datetime.datetime.now(datetime.UTC))
+        body = self._event_body(key, series, name, namespace, count)
+        await self._api.create(EVENTS, body, namespace)
+        series.event_name = name
+        series.event_namespace = namespace
+        series.written_count = count
+
+    def _event_body(
+        self, key: EventKey, series: _Series, name: str, namespace: str, count: int
+    ) -> dict[str, Any]:
+        involved: dict[str, str] = {"apiVersion": key.api_version, "kind": key.kind, "name": key.name}
+        if key.namespace:
+            involved["namespace"] = key.namespace
+        if key.uid:
+            involved["uid"] = key.uid
+        source: dict[str, str] = {"component": self._component}
+        if self._host:
+            source["host"] = self._host
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": involved,
+            "type": key.type,
+            "reason": key.reason,
+            "message": key.message,
+            "source": source,
+            "count": count,
+            "firstTimestamp": _timestamp(series.first_seen),
+            "lastTimestamp": _timestamp(series.last_seen),
+            "reportingComponent": self._component,
+            "reportingInstance": self._host or "",
+        }

@@ -1,0 +1,222 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, built on ``KubeApi``.
+
+The algorithm is client-go's: a candidate takes the Lease when it is free, released, or not renewed
+for ``lease_duration`` seconds *as observed on the candidate's own monotonic clock* (so clock skew
+between machines does not matter); every write is a ``replace`` carrying the resourceVersion that was
+read, so two candidates can never both win the same round (one gets 409 Conflict). The leader renews
+every ``retry_period``; if it cannot renew for ``renew_deadline`` it stops leading before its Lease
+can expire for the others (``renew_deadline < lease_duration``), so two electors never both lead.
+On cancellation a leader releases the Lease (empty holder), so a successor takes over at once
+instead of waiting ``lease_duration``.
+
+Public API:
+
+- ``LeaderElector(api, *, namespace, name, identity, lease_duration=15.0, renew_deadline=10.0,
+  retry_period=2.0)``
+  - ``async run(on_started_leading, on_stopped_leading)`` -- campaigns until elected, then runs
+    ``on_started_leading()`` as a task while renewing. Returns after leadership ends: when renewal
+    fails (the task is cancelled first), or when the task finishes (its exception, if any, is
+    re-raised after the Lease is released). ``on_stopped_leading()`` is called whenever leadership
+    that was gained ends, including on cancellation. Run it again to campaign again; most callers
+    exit the process instead.
+  - ``is_leader`` -- True while this elector holds the Lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kube.api import KubeApi
+from kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kube.resources import LEASES
+
+__all__ = ["LeaderElector"]
+
+logger = logging.getLogger(__name__)
+
+
+def _micro_time(now: datetime.datetime | None = None) -> str:
+    now = now or datetime.datetime.now(datetime.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        api: KubeApi,
+        *,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+    ) -> None:
+        if not identity:
+            raise ValueError("a leader election identity must not be empty")
+        if not lease_duration > renew_deadline > retry_period > 0:
+            raise ValueError("need lease_duration > renew_deadline > retry_period > 0, got "
+                             f"{lease_duration}, {renew_deadline}, {retry_period}")
+        self._api = api
+        self._namespace = namespace
+        self._name = name
+        self._identity = identity
+        self._lease_duration = lease_duration
+        self._renew_deadline = renew_deadline
+        self._retry_period = retry_period
+        self._is_leader = False
+        # What we last saw of someone else's record, and when (local monotonic clock).
+        self._observed_record: tuple[Any, ...] | None = None
+        self._observed_at = 0.0
+        self._lease: dict[str, Any] | None = None
+
+    @property
+    def is_leader(self) -> bool:
+        return self._is_leader
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    async def run(
+        self,
+        on_started_leading: Callable[[], Awaitable[None]],
+        on_stopped_leading: Callable[[], None],
+    ) -> None:
+        await self._campaign()
+        task: asyncio.Task[None] | None = None
+        try:
+            self._is_leader = True
+            logger.info("%s became leader of lease %s/%s", self._identity, self._namespace, self._name)
+            task = asyncio.ensure_future(on_started_leading())
+            await self._renew_until_lost(task)
+            if task.done():
+                task.result()  # re-raise the leading task's failure
+        finally:
+            self._is_leader = False
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await asyncio.shield(self._release())
+            logger.info("%s stopped leading lease %s/%s", self._identity, self._namespace, self._name)
+            try:
+                on_stopped_leading()
+            except Exception:
+                logger.exception("on_stopped_leading failed")
+
+    async def _campaign(self) -> None:
+        while True:
+            if await self._try_acquire_or_renew():
+                return
+            await asyncio.sleep(self._retry_period)
+
+    async def _renew_until_lost(self, task: asyncio.Task[None]) -> None:
+        last_renew = time.monotonic()
+        while not task.done():
+            done, _ = await asyncio.wait({task}, timeout=self._retry_period)
+            if done:
+                return
+            remaining = self._renew_deadline - (time.monotonic() - last_renew)
+            renewed = False
+            if remaining > 0:
+                try:
+                    async with asyncio.timeout(remaining):
+                        renewed = await self._try_acquire_or_renew()
+                except TimeoutError:
+                    renewed = False
+            if renewed:
+                last_renew = time.monotonic()
+            elif time.monotonic() - last_renew >= self._renew_deadline:
+                logger.error("%s could not renew lease %s/%s within %.1fs; giving up leadership",
+                             self._identity, self._namespace, self._name, self._renew_deadline)
+                return
+
+    async def _try_acquire_or_renew(self) -> bool:
+        now = time.monotonic()
+        try:
+            lease = await self._api.get(LEASES, self._name, self._namespace)
+        except NotFound:
+            return await self._create()
+        except ApiError as exc:
+            logger.warning("cannot read lease %s/%s: %s", self._namespace, self._name, exc)
+            return False
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        record = (
+            holder, spec.get("renewTime"), spec.get("leaseTransitions"), spec.get("leaseDurationSeconds")
+        )
+        if record != self._observed_record:
+            self._observed_record = record
+            self._observed_at = now
+        if holder and holder != self._identity:
+            duration = spec.get("leaseDurationSeconds")
+            duration = float(duration) if isinstance(duration, int | float) else self._lease_duration
+            if now - self._observed_at < duration:
+                return False
+        new_spec = dict(spec)
+        stamp = _micro_time()
+        if holder != self._identity:
+            new_spec["acquireTime"] = stamp
+            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+        new_spec["holderIdentity"] = self._identity
+        new_spec["leaseDurationSeconds"] = max(1, round(self._lease_duration))
+        new_spec["renewTime"] = stamp
+        body = dict(lease)
+        body["spec"] = new_spec
+        try:
+            self._lease = await self._api.replace(LEASES, self._name, body, self._namespace)
+        except Conflict:
+            return False
+        except ApiError as exc:
+            logger.warning("cannot update lease %s/%s: %s", self._namespace, self._name, exc)
+            return False
+        return True
+
+    async def _create(self) -> bool:
+        stamp = _micro_time()
+        body = {
+            "apiVersion": LEASES.api_version,
+            "kind": LEASES.kind,
+            "metadata": {"name": self._name, "namespace": self._namespace},
+            "spec": {
+                "holderIdentity": self._identity,
+                "leaseDurationSeconds": max(1, round(self._lease_duration)),
+                "acquireTime": stamp,
+                "renewTime": stamp,
+                "leaseTransitions": 0,
+            },
+        }
+        try:
+            self._lease = await self._api.create(LEASES, body, self._namespace)
+        except AlreadyExists:
+            return False
+        except ApiError as exc:
+            logger.warning("cannot create lease %s/%s: %s", self._namespace, self._name, exc)
+            return False
+        return True
+
+    async def _release(self) -> None:
+        """Hand the Lease back if we still hold it, so a successor need not wait for expiry."""
+        lease = self._lease
+        self._lease = None
+        if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self._identity:
+            return
+        body = dict(lease)
+        body["spec"] = {
+            **(lease.get("spec") or {}),
+            "holderIdentity": "",
+            "leaseDurationSeconds": 1,
+            "renewTime": _micro_time(),
+        }
+        try:
+            async with asyncio.timeout(self._retry_period):
+                await self._api.replace(LEASES, self._name, body, self._namespace)
+        except (ApiError, TimeoutError) as exc:
+            logger.warning("could not release lease %s/%s: %s", self._namespace, self._name, exc)
