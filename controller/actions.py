@@ -1,0 +1,179 @@
+"""Carrying out the planner's actions against the API, idempotently.
+
+Every action may be retried after a crash or a lost answer, so:
+
+- a create that meets ``AlreadyExists`` succeeds when the existing object is controlled by this
+  job (checked by reading it), and fails otherwise: we never adopt or overwrite a stranger's object;
+- a delete names the uid it means (a precondition), so it never removes a newer object of the same
+  name; ``NotFound`` or a failed uid precondition mean the object is already gone: success;
+- every successful write is remembered in ``OwnWrites`` so the next pass reads its own writes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.metrics import ControllerMetrics
+from controller.resources import TFJOBS
+from controller.writes import OwnWrites, controller_uid
+from kube.api import KubeApi
+from kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kube.patches import PatchType
+from kube.resources import PODGROUPS_V1BETA1, PODS, SERVICES, Resource
+from tfjob.planner import Observed
+from tfjob.planner.actions import (
+    Action,
+    CreatePod,
+    CreatePodGroup,
+    CreateService,
+    DeleteJob,
+    DeletePod,
+    DeletePodGroup,
+    DeleteService,
+    Event,
+    PatchPodGroup,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class ActionFailed(Exception):
+    """An action could not be carried out; ``event`` is the Warning to record about the job."""
+
+    def __init__(self, action: Action, cause: Exception, event: Event | None) -> None:
+        super().__init__(f"{type(action).__name__}: {cause}")
+        self.action = action
+        self.cause = cause
+        self.event = event
+
+
+class NotOurs(Exception):
+    """A create met an existing object of that name that this job does not control."""
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    metadata = obj.get("metadata") if obj is not None else None
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def _uid_of(objects: Any, name: str) -> str | None:
+    for obj in objects or ():
+        if _meta(obj).get("name") == name:
+            uid = _meta(obj).get("uid")
+            return str(uid) if uid else None
+    return None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A carried-out action: the event to record (if any) and whether the API changed anything."""
+
+    event: Event | None
+    wrote: bool
+
+
+class ActionRunner:
+    def __init__(self, api: KubeApi, writes: OwnWrites, metrics: ControllerMetrics) -> None:
+        self._api = api
+        self._writes = writes
+        self._metrics = metrics
+
+    async def run(self, observed: Observed, action: Action) -> Outcome:
+        """Carry out one action for ``observed.job``; raise ``ActionFailed`` when it did not happen."""
+        try:
+            wrote = await self._dispatch(observed, action)
+        except (ApiError, NotOurs) as exc:
+            self._count_failure(action)
+            raise ActionFailed(action, exc, action.failure_event(str(exc))) from exc
+        return Outcome(action.success_event() if wrote else None, wrote)
+
+    def _count_failure(self, action: Action) -> None:
+        if isinstance(action, CreateService):
+            self._metrics.service_creation_failed.inc()
+
+    async def _dispatch(self, observed: Observed, action: Action) -> bool:
+        job = observed.job
+        namespace = str(_meta(job).get("namespace") or "")
+        job_uid = str(_meta(job).get("uid") or "")
+        if isinstance(action, CreatePodGroup):
+            created = await self._create(PODGROUPS_V1BETA1, dict(action.podgroup), namespace, job_uid)
+            if created:
+                self._metrics.created_pod_groups.inc()
+            return created
+        if isinstance(action, PatchPodGroup):
+            patched = await self._api.patch(
+                PODGROUPS_V1BETA1, action.name, action.patch, namespace, patch_type=PatchType.MERGE
+            )
+            self._writes.wrote(PODGROUPS_V1BETA1.plural, patched)
+            self._metrics.api_writes.labels(resource=PODGROUPS_V1BETA1.plural, verb="patch").inc()
+            return True
+        if isinstance(action, DeletePodGroup):
+            uid = str(_meta(observed.podgroup).get("uid") or "") or None
+            deleted = await self._delete(PODGROUPS_V1BETA1, action.name, namespace, uid, job_uid)
+            if deleted:
+                self._metrics.deleted_pod_groups.inc()
+            return True
+        if isinstance(action, CreatePod):
+            created = await self._create(PODS, dict(action.pod), namespace, job_uid)
+            if created:
+                self._metrics.created_pods.inc()
+            return created
+        if isinstance(action, DeletePod):
+            if await self._delete(PODS, action.name, namespace, action.uid or None, job_uid):
+                self._metrics.deleted_pods.inc()
+            return True
+        if isinstance(action, CreateService):
+            created = await self._create(SERVICES, dict(action.service), namespace, job_uid)
+            if created:
+                self._metrics.service_creation_succeeded.inc()
+            return created
+        if isinstance(action, DeleteService):
+            uid = _uid_of(observed.services, action.name)
+            await self._delete(SERVICES, action.name, namespace, uid, job_uid)
+            return True
+        if isinstance(action, DeleteJob):
+            await self._delete(TFJOBS, action.name, namespace, action.uid or None, "")
+            return True
+        raise TypeError(f"unknown action {action!r}")
+
+    async def _create(self, res: Resource, body: dict[str, Any], namespace: str, job_uid: str) -> bool:
+        """Create ``body``; True when we made it, False when it already existed as ours."""
+        name = str(_meta(body).get("name") or "")
+        try:
+            created = await self._api.create(res, body, namespace)
+        except AlreadyExists:
+            existing = await self._api.get(res, name, namespace)
+            if controller_uid(existing) != job_uid or _meta(existing).get("deletionTimestamp"):
+                raise NotOurs(
+                    f"{res.kind} {namespace}/{name} already exists and is not controlled by this job"
+                ) from None
+            logger.info("%s %s/%s already exists and is ours", res.kind, namespace, name)
+            self._writes.wrote(res.plural, existing)
+            return False
+        self._writes.wrote(res.plural, created)
+        self._metrics.api_writes.labels(resource=res.plural, verb="create").inc()
+        return True
+
+    async def _delete(
+        self, res: Resource, name: str, namespace: str, uid: str | None, owner_uid: str
+    ) -> bool:
+        """Delete ``name`` (only if it is still ``uid``); True when the API deleted something."""
+        try:
+            await self._api.delete(
+                res, name, namespace, uid_precondition=uid,
+                propagation_policy="Background" if res is TFJOBS else None,
+            )
+        except NotFound:
+            deleted = False
+        except Conflict:
+            # The uid precondition failed: the object we meant is gone, a newer one took its name.
+            deleted = False
+        else:
+            deleted = True
+            self._metrics.api_writes.labels(resource=res.plural, verb="delete").inc()
+        if uid:
+            self._writes.deleted(res.plural, namespace, name, uid, owner_uid)
+        return deleted

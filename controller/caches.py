@@ -1,0 +1,145 @@
+"""The controller's watch-fed caches and how their events turn into job keys for the work queue.
+
+Five reflectors keep five stores: TFJobs, the controller's pods and services (by the
+``operator-name`` label), PodGroups and PriorityClasses. Every event maps to the key of the job it
+concerns; a PriorityClass change touches every job (their PodGroup ``minResources`` order can
+depend on it, D11), which is rare enough to simply requeue all of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controller.resources import CHILD_LABEL_SELECTOR, TFJOBS, job_key_of_child, job_label_index
+from controller.writes import OwnWrites
+from kube.api import KubeApi
+from kube.reflector import Reflector
+from kube.resources import PODGROUPS_V1BETA1, PODS, PRIORITY_CLASSES, SERVICES, Resource
+from kube.store import Store, object_key
+from tfjob.planner import Observed
+from tfjob.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+JOB_INDEX = "job"
+
+EnqueueKey = Callable[[str], None]
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    metadata = obj.get("metadata") if obj is not None else None
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def _priority_value(obj: Mapping[str, Any]) -> int:
+    value = obj.get("value")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class JobCaches:
+    def __init__(
+        self,
+        api: KubeApi,
+        writes: OwnWrites,
+        enqueue: EnqueueKey,
+        *,
+        namespace: str = "",
+        settings: Settings = Settings(),
+        watch_timeout_seconds: int = 290,
+    ) -> None:
+        self.writes = writes
+        self._enqueue = enqueue
+        self.jobs = Store()
+        self.pods = Store()
+        self.services = Store()
+        self.podgroups = Store()
+        self.priority_classes = Store()
+        for store in (self.pods, self.services):
+            store.add_index(JOB_INDEX, job_label_index)
+        scope = namespace or None
+
+        def reflector(res: Resource, store: Store, *, child: bool, namespaced: bool = True,
+                      label_selector: str | None = None) -> Reflector:
+            return Reflector(
+                api, res, store,
+                namespace=scope if namespaced else None,
+                label_selector=label_selector,
+                handlers=[self._child_handler(res) if child else self._job_handler],
+                watch_timeout_seconds=watch_timeout_seconds,
+            )
+
+        self.reflectors = [
+            reflector(TFJOBS, self.jobs, child=False),
+            reflector(PODS, self.pods, child=True, label_selector=CHILD_LABEL_SELECTOR),
+            reflector(SERVICES, self.services, child=True, label_selector=CHILD_LABEL_SELECTOR),
+            Reflector(
+                api, PRIORITY_CLASSES, self.priority_classes, handlers=[self._priority_class_handler],
+                watch_timeout_seconds=watch_timeout_seconds,
+            ),
+        ]
+        if settings.volcano:
+            self.reflectors.append(reflector(PODGROUPS_V1BETA1, self.podgroups, child=True))
+
+    # -- events -> keys ----------------------------------------------------------------------
+
+    def _job_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        self.writes.observe(TFJOBS.plural, event_type, obj)
+        self._enqueue(object_key(obj))
+
+    def _child_handler(self, res: Resource) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
+        def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            self.writes.observe(res.plural, event_type, obj)
+            key = job_key_of_child(obj)
+            if key is not None:
+                self._enqueue(key)
+            # A child that changed hands (ownerReference or label edited) concerns its old job too.
+            old_key = job_key_of_child(old) if old is not None else None
+            if old_key is not None and old_key != key:
+                self._enqueue(old_key)
+
+        return handle
+
+    def _priority_class_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if old is not None and _priority_value(old) == _priority_value(obj) and event_type == "MODIFIED":
+            return
+        for key in self.jobs:
+            self._enqueue(key)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        return all(reflector.synced for reflector in self.reflectors)
+
+    async def wait_synced(self) -> None:
+        for reflector in self.reflectors:
+            await reflector.wait_synced()
+
+    def job(self, key: str) -> dict[str, Any] | None:
+        namespace, _, name = key.partition("/")
+        return self.writes.view(TFJOBS.plural, namespace, name, self.jobs.get(key))
+
+    def observe(self, job: dict[str, Any]) -> Observed:
+        """The job's children as this controller should see them, its own writes included."""
+        metadata = _meta(job)
+        namespace = str(metadata.get("namespace") or "")
+        name = str(metadata.get("name") or "")
+        uid = str(metadata.get("uid") or "")
+        key = f"{namespace}/{name}"
+        pods = self.writes.view_owned(PODS.plural, uid, self.pods.by_index(JOB_INDEX, key))
+        services = self.writes.view_owned(SERVICES.plural, uid, self.services.by_index(JOB_INDEX, key))
+        podgroup = self.writes.view(PODGROUPS_V1BETA1.plural, namespace, name, self.podgroups.get(key))
+        priority_values = {
+            str(_meta(pc).get("name")): _priority_value(pc) for pc in self.priority_classes.list()
+        }
+        return Observed(
+            job=job,  # type: ignore[arg-type]
+            pods=pods,
+            services=services,
+            podgroup=podgroup,  # type: ignore[arg-type]
+            priority_values=priority_values,
+        )

@@ -1,0 +1,156 @@
+"""The controller's command line: flags, each also read from a ``TFGANG_*`` environment variable.
+
+A flag given on the command line wins over its environment variable, which wins over the default.
+Bad values (a port that is not a number, a negative QPS) are reported by argparse as usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tfjob.settings import Settings
+
+ENV_PREFIX = "TFGANG_"
+# Upstream's Lease name (training-operator v1.6+), so a mixed rollout never runs two leaders.
+DEFAULT_LEASE_NAME = "1ca428e5.training-operator.kubeflow.org"
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    lease_name: str
+    lease_namespace: str
+    identity: str
+    # controller-runtime's defaults (reference §7.3).
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    kubeconfig: str | None = None
+    ops_host: str = "0.0.0.0"
+    ops_port: int = 8082
+    # "" watches every namespace.
+    namespace: str = ""
+    leader_election: LeaderElectionConfig | None = None
+    settings: Settings = field(default_factory=Settings)
+    kube_api_qps: float = 20.0
+    kube_api_burst: int = 30
+    workers: int = 4
+    log_level: str = "INFO"
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number: {text}")
+    return value
+
+
+def _flag_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"not a boolean: {text}")
+
+
+def default_identity() -> str:
+    """``<hostname>_<uuid>``, the identity form client-go uses for leader election."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfgang-controller",
+        description="Reconcile kubeflow.org/v1 TFJobs into Volcano PodGroups, pods and services.",
+    )
+
+    def env(flag: str, default: str | None) -> str | None:
+        return environ.get(ENV_PREFIX + flag.upper().replace("-", "_"), default)
+
+    def add(flag: str, default: str | None, help_text: str, **kwargs: object) -> None:
+        parser.add_argument(
+            f"--{flag}",
+            default=env(flag, default),
+            help=f"{help_text} (env {ENV_PREFIX}{flag.upper().replace('-', '_')})",
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    add("kubeconfig", None, "kubeconfig file; in-cluster configuration when not given")
+    add("ops-host", "0.0.0.0", "address of the plain-HTTP /healthz, /readyz, /metrics server")
+    add("ops-port", "8082", "port of the ops server", type=_port)
+    add("namespace", "", "watch only this namespace; empty watches all")
+    add("leader-elect", "false", "run Lease leader election", type=_flag_bool, nargs="?", const="true")
+    add("lease-name", DEFAULT_LEASE_NAME, "name of the leader-election Lease")
+    add("lease-namespace", None, "Lease namespace; default --namespace, else POD_NAMESPACE, else default")
+    add("lease-duration", "15", "seconds a lease is valid without renewal", type=_positive_float)
+    add("renew-deadline", "10", "seconds the leader tries to renew before it stops", type=_positive_float)
+    add("retry-period", "2", "seconds between leader-election attempts", type=_positive_float)
+    add("identity", None, "leader-election identity; default <hostname>_<uuid>")
+    add("gang-scheduler-name", "volcano", '"volcano", a scheduler-plugins name, or "" for no gang scheduling')
+    add("cluster-domain", "", "suffix after .svc in TF_CONFIG addresses")
+    add("kube-api-qps", "20", "sustained API requests per second", type=_positive_float)
+    add("kube-api-burst", "30", "API request burst", type=_positive_int)
+    add("workers", "4", "jobs reconciled concurrently", type=_positive_int)
+    add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def parse_config(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> ControllerConfig:
+    """Parse flags (``argv`` without the program name) over ``TFGANG_*`` variables in ``environ``."""
+    environment = os.environ if environ is None else environ
+    parser = build_parser(environment)
+    args = parser.parse_args(argv)
+    # Values from the environment arrive as strings: argparse converts string defaults with `type`.
+    namespace: str = args.namespace or ""
+    leader_election = None
+    if args.leader_elect:
+        lease_namespace = args.lease_namespace or namespace or environment.get("POD_NAMESPACE") or "default"
+        if args.renew_deadline >= args.lease_duration:
+            parser.error("--renew-deadline must be shorter than --lease-duration")
+        if args.retry_period >= args.renew_deadline:
+            parser.error("--retry-period must be shorter than --renew-deadline")
+        leader_election = LeaderElectionConfig(
+            lease_name=args.lease_name,
+            lease_namespace=lease_namespace,
+            identity=args.identity or default_identity(),
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+        )
+    return ControllerConfig(
+        kubeconfig=args.kubeconfig or None,
+        ops_host=args.ops_host,
+        ops_port=args.ops_port,
+        namespace=namespace,
+        leader_election=leader_election,
+        settings=Settings(gang_scheduler_name=args.gang_scheduler_name, cluster_domain=args.cluster_domain),
+        kube_api_qps=args.kube_api_qps,
+        kube_api_burst=args.kube_api_burst,
+        workers=args.workers,
+        log_level=args.log_level,
+    )

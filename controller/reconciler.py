@@ -1,0 +1,112 @@
+"""One reconcile pass for one job key: read the caches, plan, carry out, write status, report.
+
+The pass never decides anything itself: ``tfjob.planner.plan`` does, from the cached job and its
+children (corrected by the controller's own writes). Actions run in plan order (so the PodGroup
+exists before any pod); the first one that fails ends the pass with an error, and the work queue
+retries the key with backoff. Nothing half-made is remembered: the next pass plans again from
+what it observes. The status is written only after every action succeeded, and only if changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.actions import ActionFailed, ActionRunner
+from controller.caches import JobCaches
+from controller.metrics import ControllerMetrics
+from controller.status import StatusWriter
+from kube.logs import log_fields
+from tfjob.planner import plan
+from tfjob.planner.actions import Event
+from tfjob.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+# (involved object, event) -> None; the recorder aggregates repeats (D10).
+RecordEvent = Callable[[Mapping[str, Any], Event], None]
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """What one pass did: how many API writes, and when the planner wants to run again."""
+
+    requeue_after: float | None
+    writes: int
+    status_written: bool
+
+
+class Reconciler:
+    def __init__(
+        self,
+        caches: JobCaches,
+        runner: ActionRunner,
+        status_writer: StatusWriter,
+        record_event: RecordEvent,
+        metrics: ControllerMetrics,
+        settings: Settings,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._caches = caches
+        self._runner = runner
+        self._status = status_writer
+        self._record = record_event
+        self._metrics = metrics
+        self._settings = settings
+        self._clock = clock
+
+    async def reconcile(self, key: str) -> PassResult:
+        started = time.monotonic()
+        ok = False
+        try:
+            result = await self._reconcile(key)
+            ok = True
+            return result
+        finally:
+            self._metrics.observe_reconcile(time.monotonic() - started, ok)
+
+    async def _reconcile(self, key: str) -> PassResult:
+        job = self._caches.job(key)
+        if job is None:
+            logger.debug("job %s is gone", key)
+            return PassResult(None, 0, False)
+        metadata = job.get("metadata") or {}
+        with log_fields(job=key, job_uid=str(metadata.get("uid") or ""), kind="TFJob"):
+            observed = self._caches.observe(job)
+            result = plan(observed, self._clock(), self._settings)
+            namespace = str(metadata.get("namespace") or "")
+            writes = 0
+            try:
+                for action in result.actions:
+                    outcome = await self._runner.run(observed, action)
+                    writes += int(outcome.wrote)
+                    if outcome.event is not None:
+                        self._record(job, outcome.event)
+            except ActionFailed as failure:
+                logger.warning("action failed: %s", failure)
+                if failure.event is not None:
+                    self._record(job, failure.event)
+                # The decision events still describe what the pass saw; the status waits for a
+                # pass whose actions all happened.
+                self._record_all(job, result.events)
+                raise
+            status_written = await self._status.write(job, result.status)  # type: ignore[arg-type]
+            writes += int(status_written)
+            self._record_all(job, result.events)
+            for counter in result.counters:
+                self._metrics.count_job(counter, namespace)
+            if result.actions or status_written:
+                logger.info(
+                    "reconciled: %d actions, status %s",
+                    len(result.actions),
+                    "written" if status_written else "unchanged",
+                )
+            return PassResult(result.requeue_after, writes, status_written)
+
+    def _record_all(self, job: Mapping[str, Any], events: tuple[Event, ...]) -> None:
+        for event in events:
+            self._record(job, event)

@@ -1,0 +1,60 @@
+"""The TFJob resource and the key every watched object maps to: the ``namespace/name`` of its job."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kube.resources import Resource
+from tfjob.constants import (
+    API_VERSION,
+    CONTROLLER_NAME,
+    GROUP,
+    KIND,
+    LABEL_JOB_NAME,
+    LABEL_OPERATOR_NAME,
+    PLURAL,
+    VERSION,
+)
+
+TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)
+
+# The selector for the pods and services the controller makes (reference §3.1 step 5.2).
+CHILD_LABEL_SELECTOR = f"{LABEL_OPERATOR_NAME}={CONTROLLER_NAME}"
+
+
+def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = obj.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def job_key_of_child(obj: Mapping[str, Any]) -> str | None:
+    """The key of the TFJob that controls ``obj``: its controller ownerReference, else its job label.
+
+    The label fallback covers a child whose owner reference was removed, which upstream's
+    ownership filter then ignores; the planner decides what to do with it.
+    """
+    metadata = _metadata(obj)
+    namespace = metadata.get("namespace")
+    if not isinstance(namespace, str) or not namespace:
+        return None
+    for reference in metadata.get("ownerReferences") or ():
+        if isinstance(reference, Mapping) and reference.get("controller") is True:
+            if reference.get("kind") == KIND and reference.get("apiVersion") == API_VERSION:
+                return f"{namespace}/{reference.get('name')}"
+            return None  # controlled by something else: not ours
+    labels = metadata.get("labels")
+    job_name = labels.get(LABEL_JOB_NAME) if isinstance(labels, Mapping) else None
+    if isinstance(job_name, str) and job_name:
+        return f"{namespace}/{job_name}"
+    return None
+
+
+def job_label_index(obj: dict[str, Any]) -> list[str]:
+    """Store index function: ``namespace/job-name`` from the job-name label."""
+    metadata = _metadata(obj)
+    labels = metadata.get("labels")
+    job_name = labels.get(LABEL_JOB_NAME) if isinstance(labels, Mapping) else None
+    if isinstance(job_name, str) and job_name:
+        return [f"{metadata.get('namespace') or ''}/{job_name}"]
+    return []

@@ -1,0 +1,171 @@
+"""Read-your-writes over watch-fed caches: the controller's own writes, until the watch reports them.
+
+A watch event arrives some time after the write that caused it. A pass that runs in between and
+reads only the cache would see a missing pod and create a second one, or see the old status and
+write it again. So every successful write is remembered here, keyed by resource, namespace and
+name, and laid over the cached objects when a pass reads them:
+
+- a created or patched object replaces the cached one until the cache holds that version (same
+  uid, resourceVersion at least as new) or the object is reported deleted;
+- a deleted object stays visible as terminating (``deletionTimestamp`` set, as the API server
+  shows a pod during its grace period) until the cache stops holding that uid.
+
+An entry the watch never confirms (a relist that skipped its events, a lost stream) expires after
+``ttl`` seconds, after which the cache is trusted again.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+Obj = dict[str, Any]
+Key = tuple[str, str, str]  # (resource, namespace, name)
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    metadata = obj.get("metadata") if obj is not None else None
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def controller_uid(obj: Mapping[str, Any]) -> str:
+    """The uid in ``obj``'s controller ownerReference, or ""."""
+    for reference in _meta(obj).get("ownerReferences") or ():
+        if isinstance(reference, Mapping) and reference.get("controller") is True:
+            return str(reference.get("uid") or "")
+    return ""
+
+
+def version_at_least(candidate: str, reference: str) -> bool:
+    """Whether resourceVersion ``candidate`` is ``reference`` or later.
+
+    resourceVersions are opaque in general; every server we talk to (etcd-backed kube-apiserver,
+    the sandbox) uses integers, so they are compared as such, and otherwise only equality counts.
+    """
+    if candidate.isdigit() and reference.isdigit():
+        return int(candidate) >= int(reference)
+    return candidate == reference
+
+
+@dataclass(frozen=True)
+class _Entry:
+    written: Obj | None  # None: our delete
+    uid: str
+    resource_version: str
+    owner_uid: str
+    at: float
+
+    def apply(self, cached: Obj | None) -> Obj | None:
+        if self.written is None:
+            if cached is None or str(_meta(cached).get("uid") or "") != self.uid:
+                return cached
+            if _meta(cached).get("deletionTimestamp"):
+                return cached
+            terminating = copy.copy(cached)
+            terminating["metadata"] = dict(_meta(cached))
+            terminating["metadata"]["deletionTimestamp"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return terminating
+        if cached is not None and str(_meta(cached).get("uid") or "") == self.uid:
+            cached_version = str(_meta(cached).get("resourceVersion") or "")
+            if version_at_least(cached_version, self.resource_version):
+                return cached
+        return self.written
+
+
+class OwnWrites:
+    """The controller's writes not yet seen by its watches (see the module docstring)."""
+
+    def __init__(self, ttl: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._entries: dict[Key, _Entry] = {}
+        self._by_owner: dict[tuple[str, str], set[Key]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _put(self, key: Key, entry: _Entry) -> None:
+        self._drop(key)
+        self._entries[key] = entry
+        if entry.owner_uid:
+            self._by_owner.setdefault((key[0], entry.owner_uid), set()).add(key)
+
+    def _drop(self, key: Key) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry.owner_uid:
+            keys = self._by_owner.get((key[0], entry.owner_uid))
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_owner[(key[0], entry.owner_uid)]
+
+    def wrote(self, resource: str, obj: Mapping[str, Any]) -> None:
+        """Remember an object the API returned from a create, patch or replace."""
+        metadata = _meta(obj)
+        key = (resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        self._put(
+            key,
+            _Entry(
+                written=dict(obj),
+                uid=str(metadata.get("uid") or ""),
+                resource_version=str(metadata.get("resourceVersion") or ""),
+                owner_uid=controller_uid(obj),
+                at=self._clock(),
+            ),
+        )
+
+    def deleted(self, resource: str, namespace: str, name: str, uid: str, owner_uid: str = "") -> None:
+        """Remember that we deleted the object ``uid`` (or that it was already gone)."""
+        self._put((resource, namespace, name), _Entry(None, uid, "", owner_uid, self._clock()))
+
+    def observe(self, resource: str, event_type: str, obj: Mapping[str, Any]) -> None:
+        """Forget an entry once a watch event shows the cache caught up with it."""
+        metadata = _meta(obj)
+        key = (resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        entry = self._entries.get(key)
+        if entry is None:
+            return
+        uid = str(metadata.get("uid") or "")
+        if entry.written is None:
+            if uid != entry.uid or event_type == "DELETED":
+                self._drop(key)
+            return
+        if uid == entry.uid and (
+            event_type == "DELETED"
+            or version_at_least(str(metadata.get("resourceVersion") or ""), entry.resource_version)
+        ):
+            self._drop(key)
+
+    def _live(self, key: Key) -> _Entry | None:
+        entry = self._entries.get(key)
+        if entry is not None and self._clock() - entry.at > self._ttl:
+            self._drop(key)
+            return None
+        return entry
+
+    def view(self, resource: str, namespace: str, name: str, cached: Obj | None) -> Obj | None:
+        """The object as the controller should see it: the cache, corrected by our own writes."""
+        entry = self._live((resource, namespace, name))
+        return cached if entry is None else entry.apply(cached)
+
+    def view_owned(self, resource: str, owner_uid: str, cached: Iterable[Obj]) -> list[Obj]:
+        """The children of ``owner_uid`` as the controller should see them."""
+        by_key: dict[Key, Obj | None] = {}
+        for obj in cached:
+            metadata = _meta(obj)
+            by_key[(resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))] = obj
+        for key in list(self._by_owner.get((resource, owner_uid), ())):
+            entry = self._live(key)
+            if entry is not None:
+                by_key[key] = entry.apply(by_key.get(key))
+        return [obj for obj in by_key.values() if obj is not None]
+
+    def forget_owner(self, owner_uid: str) -> None:
+        """Drop every entry about the children of a job that is gone."""
+        for resource, uid in [key for key in self._by_owner if key[1] == owner_uid]:
+            for key in list(self._by_owner.get((resource, uid), ())):
+                self._drop(key)

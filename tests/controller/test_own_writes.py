@@ -1,0 +1,87 @@
+"""Read-your-writes: the controller's own writes stay visible until the watch reports them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.writes import OwnWrites, version_at_least
+
+
+def pod(name: str, uid: str, rv: str, owner: str = "job-uid", **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name, "namespace": "ns", "uid": uid, "resourceVersion": rv,
+            "ownerReferences": [{"kind": "TFJob", "uid": owner, "controller": True}],
+        },
+        "status": dict(status),
+    }
+
+
+def test_a_created_pod_is_seen_before_its_watch_event_and_dropped_after() -> None:
+    writes = OwnWrites()
+    created = pod("j-worker-0", "u1", "10")
+    writes.wrote("pods", created)
+    assert writes.view_owned("pods", "job-uid", []) == [created]
+    writes.observe("pods", "ADDED", created)
+    assert len(writes) == 0
+    assert writes.view_owned("pods", "job-uid", []) == []
+
+
+def test_an_older_cached_version_is_overridden_and_a_newer_one_wins() -> None:
+    writes = OwnWrites()
+    written = pod("p", "u1", "12", phase="Running")
+    writes.wrote("pods", written)
+    assert writes.view("pods", "ns", "p", pod("p", "u1", "11")) == written
+    newer = pod("p", "u1", "13", phase="Succeeded")
+    assert writes.view("pods", "ns", "p", newer) == newer
+
+
+def test_a_new_object_replaces_a_stale_cached_one_of_the_same_name() -> None:
+    writes = OwnWrites()
+    writes.wrote("pods", pod("p", "new", "20"))
+    seen = writes.view_owned("pods", "job-uid", [pod("p", "old", "5", phase="Failed")])
+    assert [p["metadata"]["uid"] for p in seen] == ["new"]
+
+
+def test_a_deleted_pod_shows_as_terminating_until_it_leaves_the_cache() -> None:
+    writes = OwnWrites()
+    cached = pod("p", "u1", "7", phase="Failed")
+    writes.deleted("pods", "ns", "p", "u1", "job-uid")
+    (seen,) = writes.view_owned("pods", "job-uid", [cached])
+    assert seen["metadata"]["deletionTimestamp"]
+    assert "deletionTimestamp" not in cached["metadata"]  # the cached object is never mutated
+    writes.observe("pods", "DELETED", cached)
+    assert len(writes) == 0
+
+
+def test_modified_events_of_older_versions_keep_the_entry() -> None:
+    writes = OwnWrites()
+    writes.wrote("tfjobs", pod("j", "u1", "30"))
+    writes.observe("tfjobs", "MODIFIED", pod("j", "u1", "29"))
+    assert len(writes) == 1
+    writes.observe("tfjobs", "MODIFIED", pod("j", "u1", "31"))
+    assert len(writes) == 0
+
+
+def test_entries_expire_so_the_cache_is_trusted_again() -> None:
+    now = [0.0]
+    writes = OwnWrites(ttl=5.0, clock=lambda: now[0])
+    writes.wrote("pods", pod("p", "u1", "3"))
+    now[0] = 6.0
+    assert writes.view_owned("pods", "job-uid", []) == []
+
+
+def test_forget_owner_drops_everything_about_a_job() -> None:
+    writes = OwnWrites()
+    writes.wrote("pods", pod("a", "u1", "1"))
+    writes.wrote("services", pod("a", "u2", "2"))
+    writes.wrote("pods", pod("b", "u3", "3", owner="other"))
+    writes.forget_owner("job-uid")
+    assert len(writes) == 1
+
+
+def test_version_comparison_is_numeric_when_possible_and_equality_otherwise() -> None:
+    assert version_at_least("10", "9")
+    assert not version_at_least("9", "10")
+    assert version_at_least("abc", "abc")
+    assert not version_at_least("abd", "abc")
