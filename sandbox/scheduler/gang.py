@@ -1,0 +1,209 @@
+"""One Volcano session over the gangs: enqueue, allocate all-or-nothing, then close with statuses.
+
+- enqueue: PodGroups in phase ``""``/``Pending`` are admitted (``Inqueue``) per ``enqueue.py``;
+- allocate: for admitted gangs, pending tasks are placed one by one (binpack scoring) on a scratch
+  copy of the node ledger, stopping at the first task that fits nowhere. The placements are
+  committed (the pods bound) only if the gang then has ``minMember`` ready tasks; otherwise they are
+  discarded, so a gang never starts partially;
+- close: phase, counters and the ``Unschedulable``/``Scheduled`` condition per PodGroup, the pods'
+  ``PodScheduled=False`` conditions and the events Volcano records.
+
+Gangs are served in priority order, then oldest first, and each commit is visible to the next gang.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final
+
+from sandbox.scheduler import podgroupstatus as pgs
+from sandbox.scheduler.decisions import (
+    Bind,
+    EventNote,
+    PodCondition,
+    PodGroupStatusWrite,
+    PodUnschedulable,
+    SessionResult,
+)
+from sandbox.scheduler.enqueue import EnqueueAccount
+from sandbox.scheduler.ledger import Ledger
+from sandbox.scheduler.placement import Placement, binpack_score
+from sandbox.scheduler.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus
+
+PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
+SCHEDULABLE: Final = "Schedulable"
+UNSCHEDULABLE: Final = "Unschedulable"
+FAILED_SCHEDULING: Final = "FailedScheduling"
+_VALID: Final = frozenset({TaskStatus.PENDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
+
+
+@dataclass(frozen=True)
+class GangConfig:
+    overcommit_factor: float = 1.2
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """The outcome of trying one gang: per task either a node or the reason it has none."""
+
+    placed: dict[str, str]
+    failed: dict[str, str]
+    committed: bool
+
+
+def _job_order(job: JobInfo) -> tuple[int, str, str, str]:
+    return (-job.priority, job.created, job.namespace, job.name)
+
+
+def _task_order(task: TaskInfo) -> tuple[int, str, str]:
+    return (-task.priority, task.created, task.name)
+
+
+def _try_allocate(job: JobInfo, ledger: Ledger) -> _Attempt:
+    valid = sum(1 for task in job.tasks if task.status in _VALID)
+    pending = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING), key=_task_order)
+    if valid < job.min_member or not pending:
+        return _Attempt({}, {}, False)
+    scratch = ledger.fork()
+    placed: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    for task in pending:
+        outcome = scratch.place(task, binpack_score, volcano=True)
+        if not isinstance(outcome, Placement):
+            failed[task.uid] = outcome
+            break  # the rest could not complete the gang anyway; Volcano stops here too
+        scratch.commit(task, outcome.node)
+        placed[task.uid] = outcome.node
+    ready = pgs.ready_count(t.status for t in job.tasks) + len(placed)
+    if ready >= job.min_member:
+        for task in pending:
+            if task.uid in placed:
+                ledger.commit(task, placed[task.uid])
+        return _Attempt(placed, failed, True)
+    return _Attempt(placed, failed, False)
+
+
+def _event(job: JobInfo, type_: str, reason: str, message: str) -> EventNote:
+    return EventNote(
+        PODGROUP_API_VERSION, "PodGroup", job.namespace, job.name, job.uid, type_, reason, message
+    )
+
+
+def _pod_event(task: TaskInfo, reason: str, message: str) -> EventNote:
+    return EventNote("v1", "Pod", task.namespace, task.name, task.uid, "Warning", reason, message)
+
+
+def pod_unschedulable(task: TaskInfo, reason: str, message: str, now: str) -> PodUnschedulable | None:
+    """The ``PodScheduled=False`` write, or None when the pod already says exactly that."""
+    old = task.scheduled_condition or {}
+    if (old.get("status"), old.get("reason"), old.get("message")) == ("False", reason, message):
+        return None
+    condition = PodCondition(
+        type="PodScheduled",
+        status="False",
+        lastProbeTime=None,
+        lastTransitionTime=now,
+        reason=reason,
+        message=message,
+    )
+    if old.get("status") == "False" and old.get("lastTransitionTime"):
+        condition["lastTransitionTime"] = str(old["lastTransitionTime"])
+    return PodUnschedulable(task.namespace, task.name, task.uid, condition)
+
+
+def schedule_gangs(
+    snapshot: Snapshot, ledger: Ledger, now: str, session_id: str, config: GangConfig = GangConfig()
+) -> SessionResult:
+    jobs = sorted((job for job in snapshot.jobs if job.queue in snapshot.queues), key=_job_order)
+    account = EnqueueAccount(snapshot.nodes, jobs, config.overcommit_factor)
+    events: list[EventNote] = []
+    binds: list[Bind] = []
+    pod_conditions: list[PodUnschedulable] = []
+    writes: list[PodGroupStatusWrite] = []
+    rejections: dict[str, str] = {}
+    admitted: list[JobInfo] = []
+    stored_phase = {job.key: job.phase for job in jobs}
+    for job in jobs:
+        if job.phase in ("", pgs.PENDING):
+            verdict = account.judge(job, snapshot.queues[job.queue])
+            if verdict.admitted:
+                account.admit(job)
+                job = replace(job, phase=pgs.INQUEUE)
+            else:
+                rejections[job.key] = verdict.message
+                events.append(_event(job, "Normal", UNSCHEDULABLE, verdict.message))
+        admitted.append(job)
+
+    for job in admitted:
+        attempt = (
+            _try_allocate(job, ledger)
+            if job.phase in (pgs.INQUEUE, pgs.RUNNING, pgs.UNKNOWN)
+            else _Attempt({}, {}, False)
+        )
+        statuses = [
+            TaskStatus.BOUND if attempt.committed and task.uid in attempt.placed else task.status
+            for task in job.tasks
+        ]
+        if attempt.committed:
+            binds.extend(
+                Bind(t.namespace, t.name, t.uid, attempt.placed[t.uid])
+                for t in job.tasks
+                if t.uid in attempt.placed
+            )
+        ready = pgs.ready_count(statuses)
+        gang_ready = ready >= job.min_member
+        pending_tasks = [t for t, s in zip(job.tasks, statuses, strict=True) if s is TaskStatus.PENDING]
+        reasons: dict[str, tuple[str, str]] = {}
+        for task in pending_tasks:
+            if task.uid in attempt.failed:
+                reasons[task.uid] = (UNSCHEDULABLE, attempt.failed[task.uid])
+            elif task.uid in attempt.placed:
+                node = attempt.placed[task.uid]
+                message = (
+                    f"Pod {task.namespace}/{task.name} can possibly be assigned to {node}, "
+                    "once minAvailable is satisfied"
+                )
+                reasons[task.uid] = (SCHEDULABLE, message)
+        fit = pgs.fit_error(
+            statuses, job.min_member, [reasons.get(t.uid, (UNSCHEDULABLE, ""))[0] for t in pending_tasks]
+        )
+        if job.key in rejections:
+            fit = f"{fit}. {rejections[job.key]}"
+        else:
+            origin = next((t for t in pending_tasks if t.uid in attempt.failed), None)
+            if origin is not None:
+                fit = f"{fit}. Origin reason is {origin.name}: {attempt.failed[origin.uid]}"
+
+        condition = None
+        job_message = ""
+        if job.tasks:
+            if gang_ready:
+                condition = pgs.scheduled_condition(now, session_id)
+            else:
+                job_message = f"{job.min_member - ready}/{len(job.tasks)} tasks in gang unschedulable: {fit}"
+                condition = pgs.unschedulable_condition(job_message, now, session_id)
+        unschedulable_now = bool(job.tasks) and not gang_ready
+        phase = pgs.compute_phase(job.phase, job.min_member, statuses, unschedulable_now)
+        conditions = pgs.merge_conditions(job.conditions, condition)
+        status = pgs.build_status(phase, conditions, statuses)
+        old_scheduled = [c for c in job.conditions if c.get("type") == pgs.SCHEDULED_TYPE]
+        if (
+            phase != stored_phase[job.key]
+            or [pgs.as_condition(c) for c in job.conditions] != conditions
+            or any(job.counters.get(k, 0) != status.get(k, 0) for k in ("running", "succeeded", "failed"))
+        ):
+            writes.append(PodGroupStatusWrite(job.namespace, job.name, status))
+        if gang_ready and job.tasks and not old_scheduled:
+            events.append(_event(job, "Normal", pgs.SCHEDULED_TYPE, pgs.POD_GROUP_READY))
+        if phase in (pgs.PENDING, pgs.INQUEUE, pgs.UNKNOWN):
+            message = f"{len(pending_tasks)}/{len(job.tasks)} tasks in gang unschedulable: {fit}"
+            events.append(_event(job, "Warning", UNSCHEDULABLE, message))
+        for task in pending_tasks:
+            if gang_ready and task.uid not in attempt.failed:
+                continue
+            reason, message = reasons.get(task.uid, (UNSCHEDULABLE, job_message or fit))
+            update = pod_unschedulable(task, reason, message, now)
+            if update is not None:
+                pod_conditions.append(update)
+            events.append(_pod_event(task, FAILED_SCHEDULING, message))
+    return SessionResult(tuple(binds), tuple(pod_conditions), tuple(writes), tuple(events))

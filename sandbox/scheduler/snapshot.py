@@ -1,0 +1,290 @@
+"""The cluster as one scheduling session sees it: nodes, tasks (pods), gangs (PodGroups), queues.
+
+Built from raw API objects by pure functions; everything here is an immutable value, so a session
+can be computed, tested and compared without any I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from sandbox.scheduler.quantity import QuantityError
+from sandbox.scheduler.resources import add, node_allocatable, parse_resources, pod_demand
+
+GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
+TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
+VOLCANO_SCHEDULER_NAME: Final = "volcano"
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+DEFAULT_QUEUE: Final = "default"
+
+
+class TaskStatus(enum.Enum):
+    """Volcano's view of a pod: where it is in its life as far as scheduling is concerned."""
+
+    PENDING = "Pending"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+OCCUPYING: Final = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING})
+"""Statuses whose pod holds resources on its node."""
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    allocatable: Mapping[str, int]
+    used: Mapping[str, int]
+    ready: bool
+    unschedulable: bool
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    namespace: str
+    name: str
+    uid: str
+    demand: Mapping[str, int]
+    status: TaskStatus
+    node_name: str
+    scheduler_name: str
+    group_name: str
+    role: str
+    priority: int
+    created: str
+    node_selector: Mapping[str, str]
+    tolerations: tuple[Mapping[str, Any], ...]
+    affinity_terms: tuple[Mapping[str, Any], ...]
+    scheduled_condition: Mapping[str, Any] | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A PodGroup and the tasks that name it."""
+
+    namespace: str
+    name: str
+    uid: str
+    min_member: int
+    min_resources: Mapping[str, int] | None
+    queue: str
+    phase: str
+    conditions: tuple[Mapping[str, Any], ...]
+    counters: Mapping[str, int]
+    created: str
+    tasks: tuple[TaskInfo, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def priority(self) -> int:
+        return max((task.priority for task in self.tasks), default=0)
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    name: str
+    capability: Mapping[str, int] | None
+    state: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    nodes: tuple[NodeInfo, ...]
+    jobs: tuple[JobInfo, ...]
+    queues: Mapping[str, QueueInfo]
+    plain_tasks: tuple[TaskInfo, ...]
+    """Pending pods of the plain (non-Volcano) scheduler."""
+    problems: tuple[str, ...] = field(default=())
+    """Objects skipped because they could not be read (bad quantities and the like)."""
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def task_status(pod: Mapping[str, Any]) -> TaskStatus:
+    status = pod.get("status") or {}
+    spec = pod.get("spec") or {}
+    phase = status.get("phase")
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    if not spec.get("nodeName"):
+        return TaskStatus.PENDING
+    if _meta(pod).get("deletionTimestamp"):
+        return TaskStatus.RELEASING
+    if phase == "Running":
+        return TaskStatus.RUNNING
+    return TaskStatus.BOUND
+
+
+def _scheduled_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == "PodScheduled":
+            return condition
+    return None
+
+
+def build_task(pod: Mapping[str, Any]) -> TaskInfo:
+    meta = _meta(pod)
+    spec = pod.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    return TaskInfo(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        demand=pod_demand(pod),
+        status=task_status(pod),
+        node_name=str(spec.get("nodeName") or ""),
+        scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
+        group_name=str(annotations.get(GROUP_NAME_ANNOTATION) or ""),
+        role=str(annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY) or ""),
+        priority=int(spec.get("priority") or 0),
+        created=str(meta.get("creationTimestamp") or ""),
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        tolerations=tuple(spec.get("tolerations") or ()),
+        affinity_terms=tuple(affinity.get("nodeSelectorTerms") or ()),
+        scheduled_condition=_scheduled_condition(pod),
+    )
+
+
+def _node_ready(node: Mapping[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
+
+
+def build_node(node: Mapping[str, Any], tasks_on_node: Iterable[TaskInfo]) -> NodeInfo:
+    meta = _meta(node)
+    spec = node.get("spec") or {}
+    taints = tuple(
+        Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
+        for t in spec.get("taints") or []
+        if isinstance(t, Mapping)
+    )
+    return NodeInfo(
+        name=str(meta.get("name", "")),
+        allocatable=node_allocatable(node),
+        used=add(*(task.demand for task in tasks_on_node if task.status in OCCUPYING)),
+        ready=_node_ready(node),
+        unschedulable=bool(spec.get("unschedulable")),
+        labels=dict(meta.get("labels") or {}),
+        taints=taints,
+    )
+
+
+def build_job(podgroup: Mapping[str, Any], tasks: Sequence[TaskInfo]) -> JobInfo:
+    meta = _meta(podgroup)
+    spec = podgroup.get("spec") or {}
+    status = podgroup.get("status") or {}
+    raw_min = spec.get("minResources")
+    return JobInfo(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        min_member=int(spec.get("minMember") or 0),
+        min_resources=None if raw_min is None else parse_resources(raw_min),
+        queue=str(spec.get("queue") or DEFAULT_QUEUE),
+        phase=str(status.get("phase") or ""),
+        conditions=tuple(c for c in status.get("conditions") or [] if isinstance(c, Mapping)),
+        counters={k: int(status.get(k) or 0) for k in ("running", "succeeded", "failed")},
+        created=str(meta.get("creationTimestamp") or ""),
+        tasks=tuple(tasks),
+    )
+
+
+def build_queue(queue: Mapping[str, Any]) -> QueueInfo:
+    spec = queue.get("spec") or {}
+    capability = spec.get("capability")
+    return QueueInfo(
+        name=str(_meta(queue).get("name", "")),
+        capability=None if not capability else parse_resources(capability),
+        state=str((queue.get("status") or {}).get("state") or ""),
+    )
+
+
+def build_snapshot(
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    podgroups: Iterable[Mapping[str, Any]],
+    queues: Iterable[Mapping[str, Any]],
+    *,
+    gang_scheduler_names: frozenset[str] = frozenset({VOLCANO_SCHEDULER_NAME}),
+    plain_scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER_NAME}),
+) -> Snapshot:
+    problems: list[str] = []
+    tasks: list[TaskInfo] = []
+    for pod in pods:
+        try:
+            tasks.append(build_task(pod))
+        except (QuantityError, TypeError, ValueError) as error:
+            problems.append(f"pod {_meta(pod).get('namespace')}/{_meta(pod).get('name')}: {error}")
+    by_node: dict[str, list[TaskInfo]] = {}
+    for task in tasks:
+        if task.node_name:
+            by_node.setdefault(task.node_name, []).append(task)
+    node_infos: list[NodeInfo] = []
+    for node in nodes:
+        try:
+            node_infos.append(build_node(node, by_node.get(str(_meta(node).get("name", "")), [])))
+        except (QuantityError, TypeError, ValueError) as error:
+            problems.append(f"node {_meta(node).get('name')}: {error}")
+    by_group: dict[tuple[str, str], list[TaskInfo]] = {}
+    plain: list[TaskInfo] = []
+    for task in tasks:
+        if task.scheduler_name in gang_scheduler_names and task.group_name:
+            by_group.setdefault((task.namespace, task.group_name), []).append(task)
+        elif task.scheduler_name in plain_scheduler_names and task.status is TaskStatus.PENDING:
+            plain.append(task)
+    jobs: list[JobInfo] = []
+    for podgroup in podgroups:
+        meta = _meta(podgroup)
+        members = by_group.get((str(meta.get("namespace", "")), str(meta.get("name", ""))), [])
+        try:
+            jobs.append(build_job(podgroup, sorted(members, key=lambda t: (t.created, t.name))))
+        except (QuantityError, TypeError, ValueError) as error:
+            problems.append(f"podgroup {meta.get('namespace')}/{meta.get('name')}: {error}")
+    queue_infos: dict[str, QueueInfo] = {}
+    for queue in queues:
+        try:
+            info = build_queue(queue)
+        except (QuantityError, TypeError, ValueError) as error:
+            problems.append(f"queue {_meta(queue).get('name')}: {error}")
+            continue
+        queue_infos[info.name] = info
+    return Snapshot(
+        nodes=tuple(sorted(node_infos, key=lambda n: n.name)),
+        jobs=tuple(jobs),
+        queues=queue_infos,
+        plain_tasks=tuple(sorted(plain, key=lambda t: (t.created, t.namespace, t.name))),
+        problems=tuple(problems),
+    )

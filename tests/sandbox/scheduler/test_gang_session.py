@@ -1,0 +1,216 @@
+"""The pure Volcano session: enqueue, all-or-nothing gang allocation, phases, conditions, events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sandbox.scheduler.session import run_session
+from sandbox.scheduler.snapshot import build_snapshot
+
+from .factories import node, pod, podgroup, queue
+
+NOW = "2026-01-01T00:00:10Z"
+
+
+def session(
+    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], groups: list[dict[str, Any]], queues=None
+):
+    snapshot = build_snapshot(nodes, pods, groups, queues if queues is not None else [queue()])
+    return run_session(snapshot, NOW, "session-1")
+
+
+def gang_pods(group: str, count: int, **kwargs: Any) -> list[dict[str, Any]]:
+    return [pod(f"{group}-{i}", group=group, **kwargs) for i in range(count)]
+
+
+def test_a_new_podgroup_without_pods_is_enqueued_and_warned_about_missing_tasks() -> None:
+    result = session(
+        [node("las1")], [], [podgroup("tftest", 4, min_resources={"cpu": "4", "memory": "400Mi"})]
+    )
+
+    assert [w.status["phase"] for w in result.podgroup_writes] == ["Inqueue"]
+    assert "conditions" not in result.podgroup_writes[0].status  # no pods -> no condition
+    assert [(e.type, e.reason, e.message) for e in result.events] == [
+        (
+            "Warning",
+            "Unschedulable",
+            "0/0 tasks in gang unschedulable: pod group is not ready, 4 minAvailable",
+        )
+    ]
+
+
+def test_a_gang_that_fits_is_bound_all_at_once_and_becomes_running() -> None:
+    group = podgroup("tftest", 4, min_resources={"cpu": "4"}, phase="Inqueue")
+    result = session([node("las1")], gang_pods("tftest", 4), [group])
+
+    assert sorted((b.name, b.node) for b in result.binds) == [(f"tftest-{i}", "las1") for i in range(4)]
+    (write,) = result.podgroup_writes
+    assert write.status["phase"] == "Running"
+    assert "running" not in write.status  # bound, not yet running: the RUNNINGS column stays empty
+    (condition,) = write.status["conditions"]
+    assert (condition["type"], condition["reason"]) == (
+        "Scheduled",
+        "tasks in gang are ready to be scheduled",
+    )
+    assert [(e.reason, e.message) for e in result.events] == [("Scheduled", "pod group is ready")]
+
+
+def test_room_for_three_of_four_binds_none_and_marks_the_group_unschedulable() -> None:
+    group = podgroup("tftest", 4, phase="Inqueue")
+    result = session([node("las1", cpu="3")], gang_pods("tftest", 4), [group])
+
+    assert result.binds == ()
+    (write,) = result.podgroup_writes
+    assert write.status["phase"] == "Inqueue"
+    (condition,) = write.status["conditions"]
+    assert condition["type"] == "Unschedulable"
+    assert condition["reason"] == "NotEnoughResources"
+    assert condition["message"].startswith(
+        "4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 minAvailable; "
+        "Pending: 1 Unschedulable, 3 Schedulable. Origin reason is tftest-3: "
+        "0/1 nodes are unavailable: 1 Insufficient cpu."
+    )
+    reasons = {c.name: c.condition["reason"] for c in result.pod_conditions}
+    assert reasons == {
+        "tftest-0": "Schedulable",
+        "tftest-1": "Schedulable",
+        "tftest-2": "Schedulable",
+        "tftest-3": "Unschedulable",
+    }
+    assert sum(1 for e in result.events if e.reason == "FailedScheduling") == 4
+    assert any(
+        e.kind == "PodGroup" and e.type == "Warning" and e.reason == "Unschedulable" for e in result.events
+    )
+
+
+def test_two_gangs_that_fit_alone_but_not_together_never_both_start_partially() -> None:
+    first = podgroup("a", 3, phase="Inqueue", created="2026-01-01T00:00:01Z")
+    second = podgroup("b", 3, phase="Inqueue", created="2026-01-01T00:00:02Z")
+    pods = gang_pods("a", 3, cpu="2", created="2026-01-01T00:00:01Z") + gang_pods(
+        "b", 3, cpu="2", created="2026-01-01T00:00:02Z"
+    )
+    result = session([node("las1", cpu="8")], pods, [first, second])
+
+    bound_groups = {b.name.split("-")[0] for b in result.binds}
+    assert bound_groups == {"a"}
+    assert len(result.binds) == 3
+    phases = {w.name: w.status["phase"] for w in result.podgroup_writes}
+    assert phases == {"a": "Running", "b": "Inqueue"}
+
+
+def test_a_pod_that_fits_no_node_gets_failed_scheduling() -> None:
+    result = session(
+        [node("las1", cpu="2")], gang_pods("big", 1, cpu="16"), [podgroup("big", 1, phase="Inqueue")]
+    )
+
+    assert result.binds == ()
+    (condition,) = result.pod_conditions
+    assert condition.condition["type"] == "PodScheduled"
+    assert condition.condition["status"] == "False"
+    assert condition.condition["message"] == "0/1 nodes are unavailable: 1 Insufficient cpu."
+    failed = [e for e in result.events if e.reason == "FailedScheduling"]
+    assert [(e.kind, e.name, e.type) for e in failed] == [("Pod", "big-0", "Warning")]
+
+
+def test_binpack_prefers_the_fullest_node() -> None:
+    busy = pod("other", cpu="6", node_name="las2", phase="Running", scheduler="default-scheduler")
+    result = session(
+        [node("las1"), node("las2")], [busy, *gang_pods("g", 2)], [podgroup("g", 2, phase="Inqueue")]
+    )
+
+    assert {b.node for b in result.binds} == {"las2"}
+
+
+def test_enqueue_rejects_min_resources_beyond_the_overcommitted_cluster() -> None:
+    group = podgroup("huge", 1, min_resources={"cpu": "10"})  # 8 cpu x 1.2 = 9.6 < 10
+    result = session([node("las1")], [], [group])
+
+    assert [w.status["phase"] for w in result.podgroup_writes] == ["Pending"]
+    assert ("Normal", "Unschedulable", "resource in cluster is overused: overused cpu") in [
+        (e.type, e.reason, e.message) for e in result.events
+    ]
+
+
+def test_enqueue_respects_the_queue_capability() -> None:
+    group = podgroup("g", 1, min_resources={"cpu": "3"})
+    result = session([node("las1")], [], [group], [queue(capability={"cpu": "2"})])
+
+    assert [w.status["phase"] for w in result.podgroup_writes] == ["Pending"]
+    assert any(e.message == "queue resource quota insufficient: insufficient cpu" for e in result.events)
+
+
+def test_admitted_gangs_reserve_their_min_resources_against_later_ones() -> None:
+    first = podgroup("a", 1, min_resources={"cpu": "6"}, phase="Inqueue")
+    second = podgroup("b", 1, min_resources={"cpu": "6"})
+    result = session([node("las1")], [], [first, second])
+
+    assert {w.name: w.status["phase"] for w in result.podgroup_writes} == {"b": "Pending"}
+
+
+def test_a_podgroup_in_an_unknown_queue_is_ignored() -> None:
+    result = session([node("las1")], gang_pods("g", 1), [podgroup("g", 1, queue="nowhere")])
+
+    assert result == type(result)()
+
+
+def test_running_counters_and_completion() -> None:
+    group = podgroup("g", 2, phase="Running")
+    running = [
+        pod("g-0", group="g", node_name="las1", phase="Running"),
+        pod("g-1", group="g", node_name="las1", phase="Succeeded"),
+    ]
+    (write,) = session([node("las1")], running, [group]).podgroup_writes
+    assert (write.status["phase"], write.status.get("running"), write.status.get("succeeded")) == (
+        "Running",
+        1,
+        1,
+    )
+
+    done = [
+        pod("g-0", group="g", node_name="las1", phase="Failed"),
+        pod("g-1", group="g", node_name="las1", phase="Succeeded"),
+    ]
+    (write,) = session([node("las1")], done, [group]).podgroup_writes
+    assert write.status["phase"] == "Completed"
+
+
+def test_a_running_gang_that_loses_a_pod_it_cannot_replace_is_unknown() -> None:
+    group = podgroup("g", 2, phase="Running")
+    pods = [pod("g-0", group="g", node_name="las1", phase="Running", cpu="7"), pod("g-1", group="g", cpu="7")]
+    (write,) = session([node("las1")], pods, [group]).podgroup_writes
+
+    assert write.status["phase"] == "Unknown"
+
+
+def test_an_unchanged_status_is_not_written_again() -> None:
+    condition = {
+        "type": "Scheduled",
+        "status": "True",
+        "transitionID": "old",
+        "lastTransitionTime": "t0",
+        "reason": "tasks in gang are ready to be scheduled",
+        "message": "",
+    }
+    group = podgroup("g", 1, phase="Running", conditions=[condition])
+    group["status"]["running"] = 1
+    result = session([node("las1")], [pod("g-0", group="g", node_name="las1", phase="Running")], [group])
+
+    assert result.podgroup_writes == ()
+    assert result.events == ()
+
+
+def test_plain_pods_go_to_the_least_allocated_node_and_unfit_ones_fail() -> None:
+    busy = pod("busy", cpu="6", node_name="las1", phase="Running", scheduler="default-scheduler")
+    small = pod("small", scheduler="default-scheduler")
+    huge = pod("huge", scheduler="default-scheduler", cpu="100")
+    result = session([node("las1"), node("las2")], [busy, small, huge], [])
+
+    assert [(b.name, b.node) for b in result.binds] == [("small", "las2")]
+    (condition,) = result.pod_conditions
+    assert condition.name == "huge"
+    assert condition.condition["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_pods_of_other_schedulers_are_left_alone() -> None:
+    result = session([node("las1")], [pod("x", scheduler="someone-else")], [])
+    assert result.binds == ()
