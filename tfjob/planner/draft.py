@@ -1,0 +1,82 @@
+"""The plan of one reconcile pass while it is being put together, and the finished ``Plan``."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from tfjob.planner.actions import Action, Event
+from tfjob.planner.conditions import new_condition, set_condition
+from tfjob.planner.times import format_time
+from tfjob.wire import JobCondition, JobStatus
+
+COUNTER_CREATED = "jobs_created"
+COUNTER_SUCCESSFUL = "jobs_successful"
+COUNTER_FAILED = "jobs_failed"
+COUNTER_RESTARTED = "jobs_restarted"
+COUNTER_DELETED = "jobs_deleted"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The outcome of one pass: carry out ``actions`` in order, write ``status`` if it changed."""
+
+    status: JobStatus  # the complete new status (the controller writes it only if != old)
+    actions: tuple[Action, ...]
+    events: tuple[Event, ...]
+    requeue_after: float | None  # seconds until the planner must run again; None = no timer
+    counters: tuple[str, ...]  # metric increments, e.g. "jobs_created"
+
+
+@dataclass
+class Draft:
+    """A mutable accumulator the planner's steps add to; ``finish`` freezes it into a Plan."""
+
+    status: JobStatus
+    now: datetime
+    actions: list[Action] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    counters: list[str] = field(default_factory=list)
+    timers: list[float] = field(default_factory=list)
+
+    @classmethod
+    def starting_from(cls, status: JobStatus | None, now: datetime) -> Draft:
+        base: JobStatus = copy.deepcopy(status) if isinstance(status, dict) else JobStatus()
+        return cls(status=base, now=now)
+
+    @property
+    def timestamp(self) -> str:
+        return format_time(self.now)
+
+    @property
+    def conditions(self) -> list[JobCondition]:
+        found = self.status.get("conditions")
+        return list(found) if isinstance(found, list) else []
+
+    def set_condition(self, type_: str, status: str, reason: str, message: str) -> None:
+        update = new_condition(type_, status, reason, message, self.timestamp)
+        self.status["conditions"] = set_condition(self.conditions, update)
+
+    def act(self, action: Action) -> None:
+        self.actions.append(action)
+
+    def emit(self, type_: str, reason: str, message: str) -> None:
+        event = Event(type_, reason, message)
+        if event not in self.events:  # one of each per pass; the recorder aggregates across passes
+            self.events.append(event)
+
+    def count(self, counter: str) -> None:
+        self.counters.append(counter)
+
+    def requeue_in(self, seconds: float) -> None:
+        self.timers.append(max(seconds, 0.0))
+
+    def finish(self) -> Plan:
+        return Plan(
+            status=self.status,
+            actions=tuple(self.actions),
+            events=tuple(self.events),
+            requeue_after=min(self.timers) if self.timers else None,
+            counters=tuple(self.counters),
+        )

@@ -1,0 +1,110 @@
+"""Gang scheduling on a normal pass (reference §6 with design decisions D14 and D15).
+
+The PodGroup is created before any pod. Under Volcano, pods and services are held back while
+the PodGroup is missing or its phase is ``""`` or ``Pending``, and created once Volcano admits
+the gang (Inqueue, Running, Unknown, Completed). scheduler-plugins never holds pods back. The
+spec is patched only when ``podgroup_spec_patch`` finds a difference (D15).
+
+``status.lastReconcileTime`` records when the current wait began: it is written on the first
+held-back pass (and again only when a new wait begins after the job had started, i.e. when it is
+older than ``startTime``), never on every held-back pass, so waiting costs no status writes.
+
+D14: with ``schedulingPolicy.scheduleTimeoutSeconds``, a Volcano gang still not admitted that
+many seconds after the wait began (the PodGroup's creation, normally) while the job has no pods
+fails the job with reason ``TFJobScheduleTimeout``; the planner asks to be run at that moment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from tfjob.constants import COND_FAILED, PODGROUP_ADMITTED_PHASES, REASON_SCHEDULE_TIMEOUT
+from tfjob.planner.actions import CreatePodGroup, PatchPodGroup
+from tfjob.planner.draft import Draft
+from tfjob.planner.facts import JobFacts
+from tfjob.planner.observed import is_terminating, object_name
+from tfjob.planner.status import Verdict
+from tfjob.planner.times import parse_time
+from tfjob.podgroup import desired_podgroup, podgroup_spec_patch
+from tfjob.settings import Settings
+from tfjob.wire import PodGroup, TFJob
+
+
+@dataclass(frozen=True)
+class GangGate:
+    hold_back: bool = False  # create no pods or services this pass
+    timed_out: Verdict | None = None  # D14: the gang was not admitted in time
+
+
+def schedule_timeout_verdict(facts: JobFacts, seconds: int) -> Verdict:
+    return Verdict(
+        COND_FAILED,
+        REASON_SCHEDULE_TIMEOUT,
+        f"TFJob {facts.qualified_name} has failed because its PodGroup was not admitted by the gang "
+        f"scheduler within scheduleTimeoutSeconds ({seconds}s).",
+    )
+
+
+def podgroup_phase(podgroup: PodGroup) -> str:
+    status = podgroup.get("status")
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    return phase if isinstance(phase, str) else ""
+
+
+def sync_gang(
+    draft: Draft,
+    job: TFJob,
+    facts: JobFacts,
+    podgroup: PodGroup | None,
+    pods: Sequence[Mapping[str, Any]],
+    priority_values: Mapping[str, int],
+    settings: Settings,
+) -> GangGate:
+    """Create or patch the PodGroup, and say whether pod creation must wait for it."""
+    if not settings.gang_enabled:
+        return GangGate()
+    desired = desired_podgroup(job, priority_values, settings)
+    if podgroup is None:
+        draft.act(CreatePodGroup(desired))
+    elif not is_terminating(podgroup):
+        patch = podgroup_spec_patch(podgroup, desired)
+        if patch is not None:
+            draft.act(PatchPodGroup(object_name(podgroup), patch))
+    admitted = (
+        podgroup is not None
+        and not is_terminating(podgroup)
+        and podgroup_phase(podgroup) in PODGROUP_ADMITTED_PHASES
+    )
+    if not settings.volcano or admitted:
+        return GangGate()
+    _mark_wait_start(draft)
+    return GangGate(hold_back=True, timed_out=_schedule_timeout(draft, facts, podgroup, pods))
+
+
+def _mark_wait_start(draft: Draft) -> None:
+    waiting_since = parse_time(draft.status.get("lastReconcileTime"))
+    started = parse_time(draft.status.get("startTime"))
+    if waiting_since is None or (started is not None and waiting_since < started):
+        draft.status["lastReconcileTime"] = draft.timestamp
+
+
+def _schedule_timeout(
+    draft: Draft, facts: JobFacts, podgroup: PodGroup | None, pods: Sequence[Mapping[str, Any]]
+) -> Verdict | None:
+    timeout = facts.schedule_timeout_seconds
+    if timeout is None or timeout < 0 or pods:
+        return None
+    starts = [parse_time(draft.status.get("lastReconcileTime")) or draft.now]
+    if podgroup is not None:
+        created = parse_time((podgroup.get("metadata") or {}).get("creationTimestamp"))
+        if created is not None:
+            starts.append(created)
+    deadline = max(starts) + timedelta(seconds=timeout)
+    remaining = (deadline - draft.now).total_seconds()
+    if remaining > 0:
+        draft.requeue_in(remaining)
+        return None
+    return schedule_timeout_verdict(facts, timeout)

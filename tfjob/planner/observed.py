@@ -1,0 +1,141 @@
+"""What the controller observed for one job, and how its pods and services are sorted by replica.
+
+Pods are sorted into slices by their ``replica-type`` and ``replica-index`` labels (reference
+§3.6). An index holding more than one pod is left alone: none of them is counted and nothing is
+created there, so the planner never makes a second pod for an index. Pods owned by another
+controller are ignored, as upstream's ownership filter does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfjob.constants import API_VERSION, KIND, LABEL_REPLICA_TYPE
+from tfjob.naming import replica_index, replica_type_key
+from tfjob.wire import Pod, PodGroup, Service, TFJob
+
+PHASE_PENDING = "Pending"
+PHASE_RUNNING = "Running"
+PHASE_SUCCEEDED = "Succeeded"
+PHASE_FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One job and its children as the controller's caches hold them right now."""
+
+    job: TFJob  # as stored (raw, un-defaulted); the planner defaults it itself
+    pods: Sequence[Pod] = ()  # pods labelled with the job's selector, as listed
+    services: Sequence[Service] = ()
+    podgroup: PodGroup | None = None  # the job's PodGroup, if it exists
+    priority_values: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name -> value
+
+
+def _metadata(obj: Mapping[str, object]) -> Mapping[str, Any]:
+    metadata = obj.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def object_name(obj: Mapping[str, object]) -> str:
+    return str(_metadata(obj).get("name") or "")
+
+
+def object_uid(obj: Mapping[str, object]) -> str:
+    return str(_metadata(obj).get("uid") or "")
+
+
+def is_terminating(obj: Mapping[str, object]) -> bool:
+    return bool(_metadata(obj).get("deletionTimestamp"))
+
+
+def pod_phase(pod: Mapping[str, Any]) -> str:
+    status = pod.get("status")
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    return phase if isinstance(phase, str) and phase else PHASE_PENDING
+
+
+def container_statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The pod's init and app container statuses, in that order."""
+    status = pod.get("status")
+    if not isinstance(status, Mapping):
+        return []
+    found: list[Mapping[str, Any]] = []
+    for key in ("initContainerStatuses", "containerStatuses"):
+        entries = status.get(key)
+        if isinstance(entries, list):
+            found.extend(entry for entry in entries if isinstance(entry, Mapping))
+    return found
+
+
+def restart_count(pod: Mapping[str, Any]) -> int:
+    """The in-place restarts of all the pod's containers and init containers."""
+    total = 0
+    for entry in container_statuses(pod):
+        count = entry.get("restartCount")
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            total += count
+    return total
+
+
+def owned_by(obj: Mapping[str, Any], job: TFJob) -> bool:
+    """True when ``obj``'s controller owner reference names this job (by uid when both have one)."""
+    job_meta = _metadata(job)
+    references = _metadata(obj).get("ownerReferences")
+    if not isinstance(references, list):
+        return False
+    for reference in references:
+        if not isinstance(reference, Mapping) or reference.get("controller") is not True:
+            continue
+        if reference.get("kind") != KIND or reference.get("apiVersion") != API_VERSION:
+            return False
+        job_uid = job_meta.get("uid")
+        if job_uid and reference.get("uid"):
+            return bool(reference.get("uid") == job_uid)
+        return bool(reference.get("name") == job_meta.get("name"))
+    return False
+
+
+@dataclass(frozen=True)
+class ReplicaSlices:
+    """The objects of one replica type by index; ``size`` is max(highest index + 1, replicas)."""
+
+    rtype: str
+    replicas: int
+    by_index: Mapping[int, tuple[Mapping[str, Any], ...]]
+
+    @property
+    def size(self) -> int:
+        return max([self.replicas, *(index + 1 for index in self.by_index)])
+
+    def at(self, index: int) -> tuple[Mapping[str, Any], ...]:
+        return self.by_index.get(index, ())
+
+    def single(self, index: int) -> Mapping[str, Any] | None:
+        found = self.at(index)
+        return found[0] if len(found) == 1 else None
+
+    def singles(self) -> list[tuple[int, Mapping[str, Any]]]:
+        """Every object alone at its index, in or out of range, by index."""
+        return [(index, found[0]) for index, found in sorted(self.by_index.items()) if len(found) == 1]
+
+    def duplicated_indices(self) -> list[int]:
+        return sorted(index for index, found in self.by_index.items() if len(found) > 1)
+
+
+def slice_by_replica(
+    job: TFJob, objects: Iterable[Mapping[str, Any]], rtype: str, replicas: int
+) -> ReplicaSlices:
+    """The objects of type ``rtype`` by replica index; objects without a usable index are skipped."""
+    by_index: dict[int, list[Mapping[str, Any]]] = {}
+    for obj in objects:
+        labels = _metadata(obj).get("labels")
+        type_label = labels.get(LABEL_REPLICA_TYPE) if isinstance(labels, Mapping) else None
+        if not isinstance(type_label, str) or replica_type_key(job, type_label) != rtype:
+            continue
+        index = replica_index(obj)
+        if index is None:
+            continue
+        by_index.setdefault(index, []).append(obj)
+    return ReplicaSlices(rtype, replicas, {index: tuple(found) for index, found in by_index.items()})

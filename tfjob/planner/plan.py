@@ -1,0 +1,305 @@
+"""The reconcile planner: one pass from what was observed to what should be done (reference §3.1,
+§5, §6 with design decisions D1-D7, D10, D14, D15).
+
+``plan`` is pure: the job, its pods, services and PodGroup, ``now`` and the settings go in; the
+complete new status, the actions in order, the events, the metric increments and the time of
+the next timer come out. The controller carries the actions out and writes the status only when
+it differs from the stored one.
+
+One pass, in order:
+
+1. a job managed by another controller (``managedBy``) or being deleted -> nothing;
+2. ``Created`` is added if missing;
+3. finished (Succeeded/Failed True) -> cleanup only: cleanPodPolicy, PodGroup, TTL (D6);
+4. suspended -> every child deleted, Running off, Suspended on; resumed -> Suspended off;
+5. backoffLimit (D2) and activeDeadlineSeconds (D1) -> Failed, every pod and service deleted (D3);
+6. gang scheduling: PodGroup created/patched; pods held back until Volcano admits it (D14, D15);
+7. the status decision (Succeeded, Failed, Running, Restarting; D5, D6);
+8. a finishing pass cleans up at once; otherwise restarts, scale-down, missing pods and services.
+
+Status write budget. The status changes only when something observable changed, so a job of R
+replicas whose pods change state together costs at most four writes from creation to Succeeded:
+
+* pass 1: ``Created`` (+ ``lastReconcileTime`` while the PodGroup is not admitted) -> write 1;
+  further held-back passes change nothing;
+* PodGroup Inqueue: pods and services created, ``startTime`` and empty ``replicaStatuses`` ->
+  write 2; passes while pods are Pending change nothing;
+* all pods Running: ``Running`` and the active counts -> write 3;
+* worker 0 done: ``Succeeded``, ``completionTime``, the counts with active already folded into
+  succeeded, and the cleanup actions, all in that one pass -> write 4. Later passes of the
+  finished job change nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from tfjob.constants import (
+    COND_CREATED,
+    EVENT_EXITED_WITH_CODE,
+    EVENT_FAILED_CREATE_POD,
+    EVENT_FAILED_CREATE_SERVICE,
+    EVENT_SET_POD_TEMPLATE_RESTART_POLICY,
+    EVENT_SET_POD_TEMPLATE_SCHEDULER_NAME,
+    MANAGED_BY_TRAINING_OPERATOR,
+    REASON_CREATED,
+    REASON_RESTARTING,
+    STATUS_ORDER,
+    WORKER,
+)
+from tfjob.defaults import with_defaults
+from tfjob.planner.abnormal import abnormal_pod_events
+from tfjob.planner.actions import NORMAL, WARNING, CreatePod, CreateService, DeletePod, DeleteService
+from tfjob.planner.cleanup import (
+    cleanup_finished,
+    fail_and_tear_down,
+    finish_job,
+    resume_if_suspended,
+    suspend,
+)
+from tfjob.planner.conditions import TRUE, find_condition, is_finished
+from tfjob.planner.draft import COUNTER_CREATED, COUNTER_RESTARTED, Draft, Plan
+from tfjob.planner.exitcodes import tensorflow_exit_code
+from tfjob.planner.facts import JobFacts, read_facts
+from tfjob.planner.gang import sync_gang
+from tfjob.planner.limits import backoff_verdict, deadline_at, deadline_verdict, past_backoff_limit
+from tfjob.planner.observed import (
+    Observed,
+    ReplicaSlices,
+    is_terminating,
+    object_name,
+    object_uid,
+    owned_by,
+    slice_by_replica,
+)
+from tfjob.planner.replicas import ReplicaAnalysis, analyse_replica
+from tfjob.planner.status import (
+    Decision,
+    decide,
+    exit_code_failed_verdict,
+    restarting_verdict,
+    worker0_completed,
+)
+from tfjob.planner.times import parse_time
+from tfjob.pods import desired_pod, template_restart_policy_overridden, template_scheduler_name
+from tfjob.services import desired_service
+from tfjob.settings import Settings
+from tfjob.wire import ReplicaSpec, TFJob
+
+logger = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+
+RESTART_POLICY_OVERRIDDEN_MESSAGE = (
+    "Restart policy in pod template will be overwritten by restart policy in replica spec"
+)
+SCHEDULER_NAME_KEPT_MESSAGE = (
+    "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten"
+)
+
+
+def managed_here(job: TFJob) -> bool:
+    """Unset or ``kubeflow.org/training-operator``: tfgang's to run; anything else is left alone."""
+    run_policy = (job.get("spec") or {}).get("runPolicy") or {}
+    managed_by = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
+    return managed_by in (None, "", MANAGED_BY_TRAINING_OPERATOR)
+
+
+def _untouched(job: TFJob) -> Plan:
+    status = job.get("status")
+    return Plan(
+        status=copy.deepcopy(status) if isinstance(status, dict) else {},
+        actions=(),
+        events=(),
+        requeue_after=None,
+        counters=(),
+    )
+
+
+def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
+    """One reconcile pass for ``observed.job``; ``now`` must be timezone-aware."""
+    if now.tzinfo is None:
+        raise ValueError("plan() needs a timezone-aware 'now'")
+    raw = observed.job
+    if not isinstance(raw, dict):
+        raise ValueError(f"the observed job must be a TFJob object, not {type(raw).__name__}")
+    if not managed_here(raw) or (raw.get("metadata") or {}).get("deletionTimestamp"):
+        return _untouched(raw)
+    job = with_defaults(raw)
+    facts = read_facts(job)
+    draft = Draft.starting_from(raw.get("status"), now)
+    if find_condition(draft.conditions, COND_CREATED) is None:
+        draft.set_condition(COND_CREATED, TRUE, REASON_CREATED, f"TFJob {facts.name} is created.")
+        draft.count(COUNTER_CREATED)
+    pods = [pod for pod in observed.pods if owned_by(pod, job)]
+    services = [service for service in observed.services if owned_by(service, job)]
+
+    if is_finished(draft.conditions):
+        cleanup_finished(draft, facts, pods, services, observed.podgroup)
+        return draft.finish()
+    if facts.suspend:
+        suspend(draft, facts, pods, services, observed.podgroup if settings.gang_enabled else None)
+        return draft.finish()
+    resume_if_suspended(draft, facts)
+    _run_active_job(draft, job, facts, observed, pods, services, settings)
+    return draft.finish()
+
+
+def _run_active_job(
+    draft: Draft,
+    job: TFJob,
+    facts: JobFacts,
+    observed: Observed,
+    pods: Sequence[Obj],
+    services: Sequence[Obj],
+    settings: Settings,
+) -> None:
+    podgroup = observed.podgroup if settings.gang_enabled else None
+    pod_slices = {r.rtype: slice_by_replica(job, pods, r.rtype, r.replicas) for r in facts.replica_types}
+    analyses = {r.rtype: analyse_replica(r, pod_slices[r.rtype]) for r in facts.replica_types}
+    for analysis in analyses.values():
+        for event in abnormal_pod_events(analysis.active_pods):
+            draft.emit(event.type, event.reason, event.message)
+
+    if past_backoff_limit(facts, draft.status, analyses.values()):
+        fail_and_tear_down(draft, facts, backoff_verdict(facts), pods, services, podgroup)
+        return
+    deadline = deadline_at(facts, parse_time(draft.status.get("startTime")))
+    if deadline is not None and draft.now >= deadline:
+        fail_and_tear_down(draft, facts, deadline_verdict(facts), pods, services, podgroup)
+        return
+
+    gate = sync_gang(draft, job, facts, podgroup, pods, observed.priority_values, settings)
+    if gate.timed_out is not None:
+        fail_and_tear_down(draft, facts, gate.timed_out, pods, services, podgroup)
+        return
+    if gate.hold_back:
+        return
+
+    draft.status.setdefault("startTime", draft.timestamp)
+    _record_replica_counts(draft, analyses)
+    decision = _decide(facts, analyses, pod_slices)
+    if decision.terminal is not None:
+        _finish_this_pass(draft, facts, decision, analyses, pods, services, podgroup)
+        return
+    for facts_replica in facts.replica_types:
+        analysis = analyses[facts_replica.rtype]
+        _reconcile_pods(draft, job, facts, analysis, settings)
+        _reconcile_services(draft, job, services, analysis)
+    if decision.activity is not None:
+        activity = decision.activity
+        draft.set_condition(activity.type, TRUE, activity.reason, activity.message)
+    new_deadline = deadline_at(facts, parse_time(draft.status.get("startTime")))
+    if new_deadline is not None:
+        draft.requeue_in((new_deadline - draft.now).total_seconds())
+
+
+def _decide(
+    facts: JobFacts, analyses: Mapping[str, ReplicaAnalysis], pod_slices: Mapping[str, ReplicaSlices]
+) -> Decision:
+    # A permanent ExitCode failure is found while the pods are reconciled, before the status
+    # decision, so it is the first terminal verdict of the pass (D6).
+    for rtype in (*STATUS_ORDER, *analyses):
+        analysis = analyses.get(rtype)
+        if analysis is not None and analysis.exit_code_failures:
+            return Decision(exit_code_failed_verdict(facts, rtype), None)
+    return decide(facts, analyses, worker0_completed(facts, pod_slices.get(WORKER)))
+
+
+def _record_replica_counts(draft: Draft, analyses: Mapping[str, ReplicaAnalysis]) -> None:
+    found = draft.status.get("replicaStatuses")
+    statuses = dict(found) if isinstance(found, dict) else {}
+    for rtype, analysis in analyses.items():
+        statuses[rtype] = analysis.counts.as_status()
+    draft.status["replicaStatuses"] = statuses
+
+
+def _finish_this_pass(
+    draft: Draft,
+    facts: JobFacts,
+    decision: Decision,
+    analyses: Mapping[str, ReplicaAnalysis],
+    pods: Sequence[Obj],
+    services: Sequence[Obj],
+    podgroup: Any,
+) -> None:
+    verdict = decision.terminal
+    assert verdict is not None
+    for analysis in analyses.values():
+        for pod in (*analysis.exit_code_failures, *analysis.permanent_failures):
+            _report_exit_code(draft, facts, pod)
+    exit_code_failure = any(analysis.exit_code_failures for analysis in analyses.values())
+    finish_job(draft, verdict, event_type=WARNING if exit_code_failure else NORMAL)
+    cleanup_finished(draft, facts, pods, services, podgroup)
+
+
+def _report_exit_code(draft: Draft, facts: JobFacts, pod: Obj) -> None:
+    code = tensorflow_exit_code(pod)
+    if code is not None:
+        draft.emit(
+            NORMAL,
+            EVENT_EXITED_WITH_CODE,
+            f"Pod: {facts.namespace}.{object_name(pod)} exited with code {code}",
+        )
+
+
+def _reconcile_pods(
+    draft: Draft, job: TFJob, facts: JobFacts, analysis: ReplicaAnalysis, settings: Settings
+) -> None:
+    for pod in analysis.restarts:
+        _report_exit_code(draft, facts, pod)
+        draft.act(DeletePod(object_name(pod), object_uid(pod)))
+        draft.emit(WARNING, REASON_RESTARTING, restarting_verdict(facts, analysis.rtype).message)
+        draft.count(COUNTER_RESTARTED)
+        _count_recreation(draft, analysis.rtype)
+    for pod in analysis.scale_down:
+        draft.act(DeletePod(object_name(pod), object_uid(pod)))
+    if not analysis.missing:
+        return
+    replica_spec: ReplicaSpec = ((job.get("spec") or {}).get("tfReplicaSpecs") or {}).get(
+        analysis.rtype
+    ) or {}
+    if template_restart_policy_overridden(replica_spec):
+        draft.emit(WARNING, EVENT_SET_POD_TEMPLATE_RESTART_POLICY, RESTART_POLICY_OVERRIDDEN_MESSAGE)
+    scheduler = template_scheduler_name(job, analysis.rtype)
+    if settings.gang_enabled and scheduler and scheduler != _gang_scheduler(settings):
+        draft.emit(WARNING, EVENT_SET_POD_TEMPLATE_SCHEDULER_NAME, SCHEDULER_NAME_KEPT_MESSAGE)
+    for index in analysis.missing:
+        try:
+            pod = desired_pod(job, analysis.rtype, index)
+        except ValueError as error:  # a template no pod can be built from: say so, keep going
+            draft.emit(WARNING, EVENT_FAILED_CREATE_POD, f"Error creating: {error}")
+            continue
+        draft.act(CreatePod(pod))
+
+
+def _gang_scheduler(settings: Settings) -> str:
+    return settings.gang_scheduler_name.strip().lower() if settings.volcano else settings.gang_scheduler_name
+
+
+def _count_recreation(draft: Draft, rtype: str) -> None:
+    found = draft.status.get("restartCounts")
+    counts = dict(found) if isinstance(found, dict) else {}
+    previous = counts.get(rtype)
+    counts[rtype] = (previous if isinstance(previous, int) and previous > 0 else 0) + 1
+    draft.status["restartCounts"] = counts
+
+
+def _reconcile_services(draft: Draft, job: TFJob, services: Sequence[Obj], analysis: ReplicaAnalysis) -> None:
+    replica = analysis.replica
+    slices = slice_by_replica(job, services, replica.rtype, replica.replicas)
+    for index in range(slices.size):
+        found = slices.at(index)
+        if not found and index < replica.replicas:
+            try:
+                service = desired_service(job, replica.rtype, index)
+            except ValueError as error:
+                draft.emit(WARNING, EVENT_FAILED_CREATE_SERVICE, f"Error creating: {error}")
+                continue
+            draft.act(CreateService(service))
+        elif len(found) == 1 and index >= replica.replicas and not is_terminating(found[0]):
+            draft.act(DeleteService(object_name(found[0])))
