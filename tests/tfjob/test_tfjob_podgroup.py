@@ -1,0 +1,220 @@
+"""The PodGroup of a gang-scheduled job (reference §6.2, D11, D15)."""
+
+from __future__ import annotations
+
+import pytest
+from tfjob_test_builders import container, make_job, replica, seed_job
+
+from tfjob.podgroup import desired_podgroup, min_member, min_resources, podgroup_spec_patch
+from tfjob.settings import Settings
+from tfjob.wire import PodGroup
+
+VOLCANO = Settings()
+SCHEDULER_PLUGINS = Settings(gang_scheduler_name="scheduler-plugins-scheduler")
+
+
+def requests(**resources: str) -> dict[str, dict[str, str]]:
+    return {"requests": resources}
+
+
+def scenario_49_job() -> dict:  # type: ignore[type-arg]
+    job = make_job(
+        {
+            "PS": replica(1, containers=[container(resources=requests(cpu="1"))]),
+            "Worker": replica(2, containers=[container(resources=requests(cpu="2", memory="4Gi"))]),
+        }
+    )
+    job["metadata"]["annotations"] = {"team": "ml"}
+    return job  # type: ignore[return-value]
+
+
+def test_s49_volcano_podgroup_shape() -> None:
+    assert desired_podgroup(scenario_49_job(), {}, VOLCANO) == {  # type: ignore[arg-type]
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": "tj",
+            "namespace": "ns",
+            "annotations": {"team": "ml"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "kubeflow.org/v1",
+                    "kind": "TFJob",
+                    "name": "tj",
+                    "uid": "uid-1",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "minMember": 3,
+            "queue": "default",
+            "priorityClassName": "",
+            "minResources": {"cpu": "5", "memory": "8Gi"},
+        },
+    }
+
+
+def test_seed_podgroup_has_min_member_4_from_limits() -> None:
+    podgroup = desired_podgroup(seed_job("normal"), {}, VOLCANO)
+    assert podgroup["spec"] == {
+        "minMember": 4,
+        "queue": "default",
+        "priorityClassName": "",
+        "minResources": {"cpu": "4", "memory": "400Mi"},
+    }
+
+
+def test_min_member_counts_every_type_with_unset_replicas_as_one() -> None:
+    job = make_job(
+        {
+            "PS": {"template": {"spec": {"containers": [container()]}}},
+            "Worker": replica(3),
+            "Evaluator": replica(1),
+        }
+    )
+    assert min_member(job) == 5
+    job = make_job({"Worker": replica(3)}, runPolicy={"schedulingPolicy": {"minAvailable": 1}})
+    assert min_member(job) == 1
+
+
+def test_s50_d11_min_resources_follow_priority_class_values() -> None:
+    """Upstream picks a random type here (lister never started); D11 looks the class value up."""
+    job = make_job(
+        {
+            "PS": replica(1, containers=[container(resources=requests(cpu="1"))]),
+            "Worker": replica(
+                2, containers=[container(resources=requests(cpu="2", memory="4Gi"))], priorityClassName="high"
+            ),
+        },
+        runPolicy={"schedulingPolicy": {"minAvailable": 1}},
+    )
+    assert min_member(job) == 1
+    assert min_resources(job, 1, {"high": 1000}) == {"cpu": "2", "memory": "4Gi"}
+    assert desired_podgroup(job, {"high": 1000}, VOLCANO)["spec"]["minResources"] == {
+        "cpu": "2",
+        "memory": "4Gi",
+    }
+
+
+def test_d11_ties_follow_chief_master_ps_worker_evaluator() -> None:
+    job = make_job(
+        {
+            "Evaluator": replica(1, containers=[container(resources=requests(cpu="8"))]),
+            "Worker": replica(2, containers=[container(resources=requests(cpu="4"))]),
+            "PS": replica(1, containers=[container(resources=requests(cpu="2"))]),
+            "Chief": replica(1, containers=[container(resources=requests(cpu="1"))]),
+        }
+    )
+    assert min_resources(job, 1, {}) == {"cpu": "1"}
+    assert min_resources(job, 2, {}) == {"cpu": "3"}
+    assert min_resources(job, 3, {}) == {"cpu": "7"}
+    assert min_resources(job, 5, {}) == {"cpu": "19"}
+    assert min_resources(job, 99, {}) == {"cpu": "19"}
+    assert min_resources(job, 0, {}) == {}
+
+
+def test_d11_unknown_priority_classes_count_as_zero_and_negative_values_sort_last() -> None:
+    job = make_job(
+        {
+            "PS": replica(1, containers=[container(resources=requests(cpu="2"))], priorityClassName="low"),
+            "Worker": replica(
+                1, containers=[container(resources=requests(cpu="4"))], priorityClassName="missing"
+            ),
+        }
+    )
+    assert min_resources(job, 1, {"low": -5}) == {"cpu": "4"}
+
+
+def test_limits_count_only_for_a_container_without_requests() -> None:
+    job = make_job(
+        {
+            "Worker": replica(
+                1,
+                containers=[
+                    container(resources={"limits": {"cpu": "4"}}),
+                    container("side", resources={"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}),
+                    container("empty", resources={"requests": {}, "limits": {"cpu": "9"}}),
+                ],
+            )
+        }
+    )
+    assert min_resources(job, 1, {}) == {"cpu": "4500m"}
+
+
+def test_s51_explicit_scheduling_policy_is_used_as_is() -> None:
+    job = make_job(
+        {"Worker": replica(2, containers=[container(resources=requests(cpu="2"))])},
+        runPolicy={"schedulingPolicy": {"queue": "q1", "priorityClass": "pc", "minResources": {"cpu": 10}}},
+    )
+    assert desired_podgroup(job, {}, VOLCANO)["spec"] == {
+        "minMember": 2,
+        "queue": "q1",
+        "priorityClassName": "pc",
+        "minResources": {"cpu": "10"},
+    }
+
+
+def test_s51_d15_an_existing_queue_is_kept() -> None:
+    job = make_job({"Worker": replica(2)}, runPolicy={"schedulingPolicy": {"queue": "q1"}})
+    desired = desired_podgroup(job, {}, VOLCANO)
+    existing: PodGroup = {"spec": {**desired["spec"], "queue": "q0"}}
+    assert podgroup_spec_patch(existing, desired) is None
+
+
+def test_s54_scheduler_plugins_podgroup_shape() -> None:
+    job = scenario_49_job()
+    job["spec"]["runPolicy"] = {"schedulingPolicy": {"scheduleTimeoutSeconds": 60}}
+    podgroup = desired_podgroup(job, {}, SCHEDULER_PLUGINS)  # type: ignore[arg-type]
+    assert podgroup["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    assert podgroup["kind"] == "PodGroup"
+    assert podgroup["metadata"]["name"] == "tj"
+    assert podgroup["spec"] == {
+        "minMember": 3,
+        "minResources": {"cpu": "5", "memory": "8Gi"},
+        "scheduleTimeoutSeconds": 60,
+    }
+    del job["spec"]["runPolicy"]
+    assert "scheduleTimeoutSeconds" not in desired_podgroup(job, {}, SCHEDULER_PLUGINS)["spec"]  # type: ignore[arg-type]
+
+
+def test_no_podgroup_when_gang_scheduling_is_off() -> None:
+    with pytest.raises(ValueError, match="gang scheduling is off"):
+        desired_podgroup(scenario_49_job(), {}, Settings(gang_scheduler_name=""))  # type: ignore[arg-type]
+
+
+def test_d15_no_patch_when_nothing_differs_even_in_another_spelling() -> None:
+    desired = desired_podgroup(scenario_49_job(), {}, VOLCANO)  # type: ignore[arg-type]
+    stored: PodGroup = {
+        "spec": {"minMember": 3, "queue": "default", "minResources": {"cpu": "5000m", "memory": "8192Mi"}},
+        "status": {"phase": "Inqueue"},
+    }
+    assert podgroup_spec_patch(stored, desired) is None
+
+
+def test_d15_patch_carries_only_the_changed_fields() -> None:
+    desired = desired_podgroup(scenario_49_job(), {}, VOLCANO)  # type: ignore[arg-type]
+    stored: PodGroup = {
+        "spec": {
+            "minMember": 2,
+            "queue": "",
+            "priorityClassName": "",
+            "minResources": {"cpu": "5", "memory": "4Gi", "nvidia.com/gpu": "1"},
+            "minTaskMember": {"worker": 1},
+        }
+    }
+    assert podgroup_spec_patch(stored, desired) == {
+        "spec": {
+            "minMember": 3,
+            "queue": "default",
+            "minResources": {"nvidia.com/gpu": None, "memory": "8Gi"},
+        }
+    }
+
+
+def test_d15_patch_of_a_podgroup_without_spec_sets_everything() -> None:
+    desired = desired_podgroup(scenario_49_job(), {}, VOLCANO)  # type: ignore[arg-type]
+    assert podgroup_spec_patch({}, desired) == {
+        "spec": {"minMember": 3, "queue": "default", "minResources": {"cpu": "5", "memory": "8Gi"}}
+    }
