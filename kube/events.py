@@ -14,7 +14,12 @@ Public API:
     is ``Normal`` or ``Warning``. Needs a running event loop (the writer starts lazily).
   - ``async flush()`` -- wait until everything recorded so far has been written (or dropped).
   - ``async close(drain_seconds=5.0)`` -- flush (for at most that long) and stop the writer.
+  - ``event_body(write, name, namespace) -> dict`` -- the Event it creates for a write.
 - ``EventKey`` -- frozen; the aggregation key. ``event_key(involved, type, reason, message)``.
+- ``EventAggregator(max_tracked=4096)`` -- the I/O-free bookkeeping: ``observe(key, now)``,
+  ``next_write() -> EventWrite | None``, ``written(write, name, namespace)``, ``lost(write)``,
+  ``len()`` (keys with unwritten occurrences), ``tracked``.
+- ``EventWrite`` -- frozen: ``key, count, first_seen, last_seen, existing_name, existing_namespace``.
 - ``event_name(involved_name, now) -> str`` -- ``<name>.<hex nanoseconds>``, as client-go names them.
 """
 
@@ -26,7 +31,7 @@ import datetime
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kube.api import KubeApi
@@ -35,7 +40,7 @@ from kube.patches import PatchType
 from kube.ratelimit import TokenBucket
 from kube.resources import EVENTS
 
-__all__ = ["EventKey", "EventRecorder", "event_key", "event_name"]
+__all__ = ["EventAggregator", "EventKey", "EventRecorder", "EventWrite", "event_key", "event_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,14 +92,91 @@ def _timestamp(now: datetime.datetime) -> str:
 
 @dataclass
 class _Series:
-    """One aggregated Event: what was written, and the repeats not yet written."""
+    """One aggregated Event: its name once written, the count written, and repeats not yet written."""
 
+    first_seen: datetime.datetime
+    last_seen: datetime.datetime
     event_name: str | None = None
     event_namespace: str = ""
     written_count: int = 0
     pending: int = 0
-    first_seen: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
-    last_seen: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
+
+
+@dataclass(frozen=True)
+class EventWrite:
+    """One write the recorder must make: create an Event (``existing_name`` is None) or patch it."""
+
+    key: EventKey
+    count: int
+    first_seen: datetime.datetime
+    last_seen: datetime.datetime
+    existing_name: str | None
+    existing_namespace: str
+
+
+class EventAggregator:
+    """The bookkeeping of aggregation, without I/O: which Event to create or patch, with what count.
+
+    ``observe`` notes one occurrence; ``next_write`` hands out the oldest key with unwritten
+    occurrences (all of them folded into one write); ``written`` records where the Event now lives;
+    ``lost`` forgets an Event that vanished (expired) so the next write creates a new one. At most
+    ``max_tracked`` series are remembered (least recently seen dropped first).
+    """
+
+    def __init__(self, max_tracked: int = 4096) -> None:
+        if max_tracked < 1:
+            raise ValueError("max_tracked must be at least 1")
+        self._max_tracked = max_tracked
+        self._series: OrderedDict[EventKey, _Series] = OrderedDict()
+        self._dirty: OrderedDict[EventKey, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        """How many keys have occurrences not yet handed out for writing."""
+        return len(self._dirty)
+
+    @property
+    def tracked(self) -> int:
+        return len(self._series)
+
+    def observe(self, key: EventKey, now: datetime.datetime) -> None:
+        series = self._series.get(key)
+        if series is None:
+            series = _Series(first_seen=now, last_seen=now)
+            self._series[key] = series
+            while len(self._series) > self._max_tracked:
+                evicted, _ = self._series.popitem(last=False)
+                self._dirty.pop(evicted, None)
+        else:
+            self._series.move_to_end(key)
+            series.last_seen = max(series.last_seen, now)
+        series.pending += 1
+        self._dirty[key] = None
+
+    def next_write(self) -> EventWrite | None:
+        while self._dirty:
+            key, _ = self._dirty.popitem(last=False)
+            series = self._series.get(key)
+            if series is None or series.pending == 0:
+                continue
+            count = series.written_count + series.pending
+            series.pending = 0
+            return EventWrite(key, count, series.first_seen, series.last_seen, series.event_name,
+                              series.event_namespace)
+        return None
+
+    def written(self, write: EventWrite, name: str, namespace: str) -> None:
+        series = self._series.get(write.key)
+        if series is None:
+            return
+        series.event_name = name
+        series.event_namespace = namespace
+        series.written_count = max(series.written_count, write.count)
+
+    def lost(self, write: EventWrite) -> None:
+        series = self._series.get(write.key)
+        if series is not None and series.event_name == write.existing_name:
+            series.event_name = None
+            series.event_namespace = ""
 
 
 class EventRecorder:
@@ -112,9 +194,7 @@ class EventRecorder:
         self._component = component
         self._host = host
         self._limiter = TokenBucket(qps, burst)
-        self._max_tracked = max_tracked
-        self._series: OrderedDict[EventKey, _Series] = OrderedDict()
-        self._dirty: OrderedDict[EventKey, None] = OrderedDict()
+        self._aggregator = EventAggregator(max_tracked)
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -133,17 +213,7 @@ class EventRecorder:
         except ValueError as exc:
             logger.error("event %s dropped: %s", reason, exc)
             return
-        now = datetime.datetime.now(datetime.UTC)
-        series = self._series.get(key)
-        if series is None:
-            series = _Series(first_seen=now, last_seen=now)
-            self._series[key] = series
-            self._evict()
-        else:
-            self._series.move_to_end(key)
-        series.pending += 1
-        series.last_seen = now
-        self._dirty[key] = None
+        self._aggregator.observe(key, datetime.datetime.now(datetime.UTC))
         self._idle.clear()
         self._ensure_writer()
         self._wakeup.set()
@@ -166,36 +236,29 @@ class EventRecorder:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _evict(self) -> None:
-        while len(self._series) > self._max_tracked:
-            key, _ = self._series.popitem(last=False)
-            self._dirty.pop(key, None)
-
     def _ensure_writer(self) -> None:
         if self._writer is None or self._writer.done():
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
-                logger.error("events need a running event loop; %d pending", len(self._dirty))
+                logger.error("events need a running event loop; %d pending", len(self._aggregator))
                 return
             self._writer = loop.create_task(self._write_loop(), name=f"event-recorder-{self._component}")
 
     async def _write_loop(self) -> None:
         while True:
-            if not self._dirty:
+            if not self._aggregator:
                 self._idle.set()
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
             await self._limiter.acquire()
-            if not self._dirty:
+            write = self._aggregator.next_write()
+            if write is None:
                 continue
-            key, _ = self._dirty.popitem(last=False)
-            series = self._series.get(key)
-            if series is None or series.pending == 0:
-                continue
+            key = write.key
             try:
-                await self._write(key, series)
+                await self._write(write)
             except ApiError as exc:
                 logger.warning("could not write event %s for %s %s/%s: %s",
                                key.reason, key.kind, key.namespace, key.name, exc)
@@ -203,31 +266,25 @@ class EventRecorder:
                 logger.exception("could not write event %s for %s %s/%s",
                                  key.reason, key.kind, key.namespace, key.name)
 
-    async def _write(self, key: EventKey, series: _Series) -> None:
-        pending = series.pending
-        series.pending = 0
-        count = series.written_count + pending
-        if series.event_name is not None:
-            patch = {"count": count, "lastTimestamp": _timestamp(series.last_seen)}
+    async def _write(self, write: EventWrite) -> None:
+        if write.existing_name is not None:
+            patch = {"count": write.count, "lastTimestamp": _timestamp(write.last_seen)}
             try:
-                await self._api.patch(EVENTS, series.event_name, patch, series.event_namespace,
+                await self._api.patch(EVENTS, write.existing_name, patch, write.existing_namespace,
                                       patch_type=PatchType.MERGE)
-                series.written_count = count
+                self._aggregator.written(write, write.existing_name, write.existing_namespace)
                 return
             except NotFound:
                 # The Event expired (the API server keeps them ~1h): start a new one with the count.
-                series.event_name = None
-        namespace = key.namespace or "default"
-        name = event_name(key.name, datetime.datetime.now(datetime.UTC))
-        body = self._event_body(key, series, name, namespace, count)
-        await self._api.create(EVENTS, body, namespace)
-        series.event_name = name
-        series.event_namespace = namespace
-        series.written_count = count
+                self._aggregator.lost(write)
+        namespace = write.key.namespace or "default"
+        name = event_name(write.key.name, datetime.datetime.now(datetime.UTC))
+        await self._api.create(EVENTS, self.event_body(write, name, namespace), namespace)
+        self._aggregator.written(write, name, namespace)
 
-    def _event_body(
-        self, key: EventKey, series: _Series, name: str, namespace: str, count: int
-    ) -> dict[str, Any]:
+    def event_body(self, write: EventWrite, name: str, namespace: str) -> dict[str, Any]:
+        """The core/v1 Event created for ``write``."""
+        key = write.key
         involved: dict[str, str] = {"apiVersion": key.api_version, "kind": key.kind, "name": key.name}
         if key.namespace:
             involved["namespace"] = key.namespace
@@ -245,9 +302,9 @@ class EventRecorder:
             "reason": key.reason,
             "message": key.message,
             "source": source,
-            "count": count,
-            "firstTimestamp": _timestamp(series.first_seen),
-            "lastTimestamp": _timestamp(series.last_seen),
+            "count": write.count,
+            "firstTimestamp": _timestamp(write.first_seen),
+            "lastTimestamp": _timestamp(write.last_seen),
             "reportingComponent": self._component,
             "reportingInstance": self._host or "",
         }

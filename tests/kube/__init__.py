@@ -1,0 +1,1 @@
+"""Tests of the generic Kubernetes machinery in kube/."""
