@@ -1,0 +1,30 @@
+"""The two admission decisions, from a parsed review to a ``Decision`` (the I/O is the job lookup)."""
+
+from __future__ import annotations
+
+import logging
+
+from tfjob.settings import Settings
+from webhook.cache import JobLookup, JobLookupFailed
+from webhook.mutate_pod import REASON_LOOKUP_FAILED, mutate_pod, pod_target
+from webhook.review import AdmissionRequest, Decision, deny
+from webhook.validate_tfjob import validate_tfjob
+
+logger = logging.getLogger(__name__)
+
+
+async def admit_pod(request: AdmissionRequest, jobs: JobLookup, settings: Settings) -> Decision:
+    target = pod_target(request)
+    if isinstance(target, Decision):
+        return target
+    try:
+        job = await jobs.get(target.namespace, target.job_name)
+    except JobLookupFailed as exc:
+        logger.warning("%s", exc)
+        # 503: the controller retries the pod creation later, when the API is reachable again.
+        return deny(REASON_LOOKUP_FAILED, 503, str(exc))
+    return mutate_pod(target, job, settings)
+
+
+async def admit_tfjob(request: AdmissionRequest) -> Decision:
+    return validate_tfjob(request)

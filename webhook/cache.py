@@ -1,0 +1,145 @@
+"""A read-through TFJob cache for admission: a watch-fed store, with a GET on a miss.
+
+The store keeps only what admitting a pod needs of each TFJob (``admission_view``): replica keys and
+counts, the ``tensorflow`` container's ports, the template's ``schedulerName``, and
+``enableDynamicWorker``. Full TFJobs carry whole pod templates; ten thousand of them would
+not fit the webhook's memory budget, and the mutation reads nothing else.
+
+A pod may be admitted before the watch has delivered its TFJob (the controller creates pods right
+after it sees the job), so a miss is answered by a GET. A missing TFJob is ``None``; any other
+failure to read it raises ``JobLookupFailed``, which the webhook turns into a retryable denial.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol, cast
+
+from kube.api import KubeApi
+from kube.errors import ApiError, NotFound
+from kube.reflector import Reflector
+from kube.resources import Resource
+from kube.store import Store
+from tfjob.constants import CONTAINER_NAME, GROUP, KIND, PLURAL, VERSION
+from tfjob.wire import TFJob
+
+logger = logging.getLogger(__name__)
+
+TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)
+
+
+class JobLookupFailed(Exception):
+    """The TFJob could not be read (API unreachable, forbidden, timed out)."""
+
+
+class JobLookup(Protocol):
+    async def get(self, namespace: str, name: str) -> TFJob | None: ...
+
+
+def admission_view(job: dict[str, Any]) -> dict[str, Any]:
+    """The part of a TFJob that pod admission reads; every other field is dropped."""
+    metadata = job.get("metadata") or {}
+    view_metadata = {
+        key: metadata[key] for key in ("name", "namespace", "uid", "resourceVersion") if key in metadata
+    }
+    spec = job.get("spec")
+    view: dict[str, Any] = {
+        "apiVersion": job.get("apiVersion"),
+        "kind": job.get("kind"),
+        "metadata": view_metadata,
+    }
+    if not isinstance(spec, dict):
+        return view
+    view_spec: dict[str, Any] = {}
+    if "enableDynamicWorker" in spec:
+        view_spec["enableDynamicWorker"] = spec["enableDynamicWorker"]
+    replica_specs = spec.get("tfReplicaSpecs")
+    if isinstance(replica_specs, dict):
+        view_spec["tfReplicaSpecs"] = {
+            key: _replica_view(replica_spec) for key, replica_spec in replica_specs.items()
+        }
+    view["spec"] = view_spec
+    return view
+
+
+def _replica_view(replica_spec: object) -> dict[str, Any] | None:
+    if not isinstance(replica_spec, dict):
+        return None
+    view: dict[str, Any] = {}
+    if "replicas" in replica_spec:
+        view["replicas"] = replica_spec["replicas"]
+    template = replica_spec.get("template")
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    if not isinstance(pod_spec, dict):
+        return view
+    view_pod_spec: dict[str, Any] = {}
+    if "schedulerName" in pod_spec:
+        view_pod_spec["schedulerName"] = pod_spec["schedulerName"]
+    containers = pod_spec.get("containers")
+    if isinstance(containers, list):
+        tensorflow = next(
+            (c for c in containers if isinstance(c, dict) and c.get("name") == CONTAINER_NAME), None
+        )
+        if tensorflow is not None:
+            kept = {"name": CONTAINER_NAME}
+            if "ports" in tensorflow:
+                kept["ports"] = tensorflow["ports"]
+            view_pod_spec["containers"] = [kept]
+        else:
+            view_pod_spec["containers"] = []
+    view["template"] = {"spec": view_pod_spec}
+    return view
+
+
+class AdmissionViewStore(Store):
+    """A ``Store`` that keeps the ``admission_view`` of every object it is given."""
+
+    def upsert(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        return super().upsert(admission_view(obj))
+
+
+class TFJobCache:
+    def __init__(self, api: KubeApi, *, namespace: str | None = None) -> None:
+        self._api = api
+        self._store = AdmissionViewStore()
+        self._reflector = Reflector(api, TFJOBS, self._store, namespace=namespace)
+        self.misses = 0
+
+    @property
+    def synced(self) -> bool:
+        return self._reflector.synced
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    async def run(self) -> None:
+        await self._reflector.run()
+
+    async def wait_synced(self) -> None:
+        await self._reflector.wait_synced()
+
+    async def get(self, namespace: str, name: str) -> TFJob | None:
+        cached = self._store.get(f"{namespace}/{name}")
+        if cached is not None:
+            return cast(TFJob, cached)
+        self.misses += 1
+        try:
+            job = await self._api.get(TFJOBS, name, namespace)
+        except NotFound:
+            return None
+        except (TimeoutError, ApiError, ValueError) as exc:
+            raise JobLookupFailed(f"cannot read TFJob {namespace}/{name}: {exc}") from exc
+        return cast(TFJob, admission_view(job))
+
+
+class StaticJobs:
+    """A fixed set of TFJobs (tests, benchmarks): the lookup without an API server."""
+
+    def __init__(self, jobs: list[dict[str, Any]]) -> None:
+        self._store = AdmissionViewStore()
+        for job in jobs:
+            self._store.upsert(job)
+
+    async def get(self, namespace: str, name: str) -> TFJob | None:
+        return cast(TFJob | None, self._store.get(f"{namespace}/{name}"))

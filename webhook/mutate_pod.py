@@ -1,0 +1,223 @@
+"""The pod mutation (pure): TF_CONFIG, the gang annotations and the scheduler name of a TFJob pod.
+
+What is done to a pod labelled ``training.kubeflow.org/job-name`` on CREATE, given its TFJob:
+
+- the first container named ``tensorflow`` gets ``TF_CONFIG`` (only for distributed jobs, like
+  upstream). A TF_CONFIG the pod already has is kept (design D13), with a warning unless it is
+  exactly the value tfgang would set (the API server re-invoking the webhook);
+- Volcano: annotations ``scheduling.k8s.io/group-name: <job>`` and ``volcano.sh/task-spec: <rtype>``;
+  another gang scheduler: label ``scheduling.x-k8s.io/pod-group: <job>``; gang off: nothing;
+- ``schedulerName`` = the gang scheduler when the replica TEMPLATE left it empty. The pod itself
+  arrives defaulted to ``default-scheduler``, so the decision is taken on the template.
+
+Other containers, init containers and ephemeral containers are never touched. The result is a
+JSON patch that works whether ``env``/``annotations``/``labels`` exist or not, and is empty when
+the pod is already mutated (idempotent on reinvocation).
+
+Requests this endpoint does not mutate get a documented answer: a non-CREATE operation, another
+kind or a subresource, or a pod without the job-name label is allowed unchanged. A pod whose
+TFJob does not exist, whose replica type or index is not in the job, or that has no
+``tensorflow`` container is denied (403) with a message saying which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kube.patches import escape_json_pointer
+from tfjob.constants import (
+    CONTAINER_NAME,
+    LABEL_JOB_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    LABEL_SCHEDULER_PLUGINS_POD_GROUP,
+    TF_CONFIG_ENV,
+)
+from tfjob.naming import replica_index, replica_type_key
+from tfjob.pods import gang_annotations, template_scheduler_name
+from tfjob.settings import Settings
+from tfjob.tfconfig import tf_config
+from tfjob.wire import TFJob
+from webhook.review import AdmissionRequest, Decision, JSONObject, allow, deny
+
+# Decision reasons (metric label values): a small fixed set.
+REASON_MUTATED: Final = "mutated"
+REASON_UNCHANGED: Final = "unchanged"
+REASON_IGNORED: Final = "ignored"
+REASON_MALFORMED: Final = "malformed"
+REASON_NO_TFJOB: Final = "tfjob-not-found"
+REASON_BAD_REPLICA: Final = "replica-not-in-job"
+REASON_NO_CONTAINER: Final = "no-tensorflow-container"
+REASON_LOOKUP_FAILED: Final = "tfjob-lookup-failed"
+
+DENIED: Final = 403
+USER_TF_CONFIG_WARNING: Final = (
+    'container "tensorflow" already sets TF_CONFIG: kept the pod\'s value, not the one tfgang computed'
+)
+
+
+@dataclass(frozen=True)
+class PodTarget:
+    """The TFJob a pod belongs to: what to look up before ``mutate_pod`` can decide."""
+
+    namespace: str
+    job_name: str
+    pod: JSONObject
+
+
+def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
+    """The TFJob to look up, or the final decision when the request needs no TFJob."""
+    if request.kind.kind != "Pod" or request.kind.group or request.sub_resource:
+        return allow(REASON_IGNORED)
+    if request.operation != "CREATE":
+        return allow(REASON_IGNORED)
+    pod = request.object
+    if pod is None:
+        return deny(REASON_MALFORMED, 400, "the pod CREATE review carries no object")
+    job_name = _labels(pod).get(LABEL_JOB_NAME)
+    if not isinstance(job_name, str) or not job_name:
+        return allow(REASON_IGNORED)
+    namespace = request.namespace or _string(_metadata(pod).get("namespace"))
+    if not namespace:
+        return deny(REASON_MALFORMED, 400, "the review names no namespace for the pod")
+    return PodTarget(namespace=namespace, job_name=job_name, pod=pod)
+
+
+def mutate_pod(target: PodTarget, job: TFJob | None, settings: Settings) -> Decision:
+    """The patch for ``target.pod`` given its TFJob (None: it does not exist)."""
+    job_ref = f"{target.namespace}/{target.job_name}"
+    if job is None:
+        return deny(
+            REASON_NO_TFJOB, DENIED, f"TFJob {job_ref} (label {LABEL_JOB_NAME} of the pod) does not exist"
+        )
+    pod = target.pod
+    labels = _labels(pod)
+    type_label = labels.get(LABEL_REPLICA_TYPE)
+    rtype = replica_type_key(job, type_label) if isinstance(type_label, str) else None
+    if rtype is None:
+        known = ", ".join(_replica_specs(job)) or "none"
+        return deny(
+            REASON_BAD_REPLICA,
+            DENIED,
+            f"replica type {_quote(type_label)} (label {LABEL_REPLICA_TYPE}) is not in TFJob {job_ref} "
+            f"(replica types: {known})",
+        )
+    index = replica_index(pod)
+    if index is None:
+        return deny(
+            REASON_BAD_REPLICA,
+            DENIED,
+            f"label {LABEL_REPLICA_INDEX} must be a non-negative integer, "
+            f"got {_quote(labels.get(LABEL_REPLICA_INDEX))}",
+        )
+    replicas = _replicas(_replica_specs(job).get(rtype))
+    if index >= replicas:
+        return deny(
+            REASON_BAD_REPLICA,
+            DENIED,
+            f"replica index {index} is out of range for {rtype} of TFJob {job_ref} (replicas: {replicas})",
+        )
+    spec = _mapping(pod.get("spec"))
+    containers = spec.get("containers")
+    if not isinstance(containers, list):
+        containers = []
+    position = next(
+        (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == CONTAINER_NAME), None
+    )
+    if position is None:
+        return deny(
+            REASON_NO_CONTAINER,
+            DENIED,
+            f'the pod has no container named "{CONTAINER_NAME}": a TFJob pod needs one to receive TF_CONFIG',
+        )
+
+    patch: list[JSONObject] = []
+    warnings: list[str] = []
+    value = tf_config(job, rtype, index, cluster_domain=settings.cluster_domain)
+    if value is not None:
+        _add_tf_config(patch, warnings, position, containers[position], value)
+    if settings.gang_enabled:
+        if settings.volcano:
+            _set_entries(
+                patch,
+                "/metadata/annotations",
+                _metadata(pod).get("annotations"),
+                gang_annotations(target.job_name, rtype),
+            )
+        else:
+            _set_entries(
+                patch,
+                "/metadata/labels",
+                _metadata(pod).get("labels"),
+                {LABEL_SCHEDULER_PLUGINS_POD_GROUP: target.job_name},
+            )
+        if (
+            not template_scheduler_name(job, rtype)
+            and spec.get("schedulerName") != settings.gang_scheduler_name
+        ):
+            patch.append({"op": "add", "path": "/spec/schedulerName", "value": settings.gang_scheduler_name})
+    if not patch:
+        return allow(REASON_UNCHANGED, warnings=warnings)
+    return allow(REASON_MUTATED, patch=patch, warnings=warnings)
+
+
+def _add_tf_config(
+    patch: list[JSONObject], warnings: list[str], position: int, container: JSONObject, value: str
+) -> None:
+    env = container.get("env")
+    entry = {"name": TF_CONFIG_ENV, "value": value}
+    if not isinstance(env, list):
+        patch.append({"op": "add", "path": f"/spec/containers/{position}/env", "value": [entry]})
+        return
+    existing = next((e for e in env if isinstance(e, dict) and e.get("name") == TF_CONFIG_ENV), None)
+    if existing is None:
+        patch.append({"op": "add", "path": f"/spec/containers/{position}/env/-", "value": entry})
+    elif existing.get("value") != value or "valueFrom" in existing:
+        warnings.append(USER_TF_CONFIG_WARNING)
+
+
+def _set_entries(patch: list[JSONObject], path: str, current: object, wanted: Mapping[str, str]) -> None:
+    if not isinstance(current, dict):
+        patch.append({"op": "add", "path": path, "value": dict(wanted)})
+        return
+    for key, value in wanted.items():
+        if current.get(key) != value:
+            patch.append({"op": "add", "path": f"{path}/{escape_json_pointer(key)}", "value": value})
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _metadata(obj: JSONObject) -> dict[str, Any]:
+    return _mapping(obj.get("metadata"))
+
+
+def _labels(obj: JSONObject) -> dict[str, Any]:
+    labels = _metadata(obj).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def _replica_specs(job: TFJob) -> dict[str, Any]:
+    spec: Any = job.get("spec")
+    replica_specs = spec.get("tfReplicaSpecs") if isinstance(spec, dict) else None
+    return replica_specs if isinstance(replica_specs, dict) else {}
+
+
+def _replicas(replica_spec: object) -> int:
+    if not isinstance(replica_spec, dict):
+        return 0
+    replicas = replica_spec.get("replicas")
+    if replicas is None:
+        return 1
+    return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
+
+
+def _string(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _quote(value: object) -> str:
+    return f'"{value}"' if isinstance(value, str) else "none"

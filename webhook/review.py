@@ -1,0 +1,200 @@
+"""AdmissionReview parsing and response building, pure and defensive (``admission.k8s.io`` v1, v1beta1).
+
+A review is answered in the apiVersion it arrived in, with ``response.uid`` echoing the request.
+Everything the API server may leave out (``name``, ``object.metadata.namespace``, ``options``,
+``dryRun``, ``oldObject``, ``requestKind``...) is optional here; only what is needed to answer at
+all is required: the envelope's apiVersion and kind, a ``request`` object and its ``uid``. A body
+without those gets ``MalformedReview`` (HTTP 400 with a message), never a crash.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, NotRequired, TypedDict
+
+ADMISSION_V1: Final = "admission.k8s.io/v1"
+ADMISSION_V1BETA1: Final = "admission.k8s.io/v1beta1"
+SUPPORTED_VERSIONS: Final = (ADMISSION_V1, ADMISSION_V1BETA1)
+REVIEW_KIND: Final = "AdmissionReview"
+OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+JSONObject = dict[str, Any]
+
+
+class StatusDetails(TypedDict):
+    code: int
+    message: str
+    reason: NotRequired[str]
+
+
+class AdmissionResponse(TypedDict):
+    uid: str
+    allowed: bool
+    status: NotRequired[StatusDetails]
+    patchType: NotRequired[Literal["JSONPatch"]]
+    patch: NotRequired[str]
+    warnings: NotRequired[list[str]]
+
+
+class AdmissionReviewResponse(TypedDict):
+    apiVersion: str
+    kind: str
+    response: AdmissionResponse
+
+
+class MalformedReview(ValueError):
+    """A body that cannot be answered with an AdmissionReview: the HTTP answer is 400."""
+
+
+@dataclass(frozen=True)
+class GroupVersionKind:
+    group: str = ""
+    version: str = ""
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class AdmissionRequest:
+    api_version: str
+    uid: str
+    operation: str
+    kind: GroupVersionKind
+    resource: str
+    sub_resource: str
+    namespace: str
+    name: str
+    object: JSONObject | None
+    old_object: JSONObject | None
+    dry_run: bool
+    username: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a handler decided; ``reason`` is a short, bounded label for metrics and logs."""
+
+    allowed: bool
+    reason: str
+    code: int = 200
+    message: str = ""
+    patch: Sequence[JSONObject] = ()
+    warnings: Sequence[str] = field(default_factory=tuple)
+
+
+def allow(reason: str, *, patch: Sequence[JSONObject] = (), warnings: Sequence[str] = ()) -> Decision:
+    return Decision(allowed=True, reason=reason, patch=tuple(patch), warnings=tuple(warnings))
+
+
+def deny(reason: str, code: int, message: str, *, warnings: Sequence[str] = ()) -> Decision:
+    return Decision(allowed=False, reason=reason, code=code, message=message, warnings=tuple(warnings))
+
+
+def parse_review(body: object) -> AdmissionRequest:
+    """The request of an AdmissionReview body (already JSON-decoded)."""
+    if not isinstance(body, dict):
+        raise MalformedReview("the body is not a JSON object: expected an AdmissionReview")
+    api_version = body.get("apiVersion")
+    if api_version not in SUPPORTED_VERSIONS:
+        raise MalformedReview(
+            f"unsupported AdmissionReview apiVersion {_show(api_version)}: "
+            f"expected one of {', '.join(SUPPORTED_VERSIONS)}"
+        )
+    if body.get("kind") != REVIEW_KIND:
+        raise MalformedReview(f"unsupported kind {_show(body.get('kind'))}: expected {REVIEW_KIND}")
+    request = body.get("request")
+    if request is None:
+        raise MalformedReview("the AdmissionReview has no request")
+    if not isinstance(request, dict):
+        raise MalformedReview("the AdmissionReview's request is not an object")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise MalformedReview("the AdmissionReview's request has no uid")
+    user_info = _object(request.get("userInfo")) or {}
+    return AdmissionRequest(
+        api_version=str(api_version),
+        uid=uid,
+        operation=_string(request.get("operation")),
+        kind=_group_version_kind(request.get("kind")),
+        resource=_string((_object(request.get("resource")) or {}).get("resource")),
+        sub_resource=_string(request.get("subResource")),
+        namespace=_string(request.get("namespace")),
+        name=_string(request.get("name")),
+        object=_object(request.get("object")),
+        old_object=_object(request.get("oldObject")),
+        dry_run=request.get("dryRun") is True,
+        username=_string(user_info.get("username")),
+    )
+
+
+def build_response(request: AdmissionRequest, decision: Decision) -> AdmissionReviewResponse:
+    return review_response(request.api_version, request.uid, decision)
+
+
+def review_response(api_version: str, uid: str, decision: Decision) -> AdmissionReviewResponse:
+    response: AdmissionResponse = {"uid": uid, "allowed": decision.allowed}
+    if not decision.allowed:
+        response["status"] = {
+            "code": decision.code,
+            "message": decision.message,
+            "reason": _status_reason(decision.code),
+        }
+    if decision.allowed and decision.patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = encode_patch(decision.patch)
+    if decision.warnings:
+        response["warnings"] = list(decision.warnings)
+    return {"apiVersion": api_version, "kind": REVIEW_KIND, "response": response}
+
+
+def encode_patch(operations: Sequence[JSONObject]) -> str:
+    document = json.dumps(list(operations), separators=(",", ":"), ensure_ascii=False)
+    return base64.b64encode(document.encode("utf-8")).decode("ascii")
+
+
+def decode_patch(encoded: str) -> list[JSONObject]:
+    decoded = json.loads(base64.b64decode(encoded, validate=True))
+    if not isinstance(decoded, list):
+        raise ValueError("a JSON patch is a list of operations")
+    return decoded
+
+
+_REASONS: Final = {
+    400: "BadRequest",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    422: "Invalid",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+
+
+def _status_reason(code: int) -> str:
+    return _REASONS.get(code, "Forbidden" if 400 <= code < 500 else "InternalError")
+
+
+def _group_version_kind(value: object) -> GroupVersionKind:
+    kind = _object(value) or {}
+    return GroupVersionKind(
+        _string(kind.get("group")), _string(kind.get("version")), _string(kind.get("kind"))
+    )
+
+
+def _object(value: object) -> JSONObject | None:
+    return value if isinstance(value, dict) else None
+
+
+def _string(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _show(value: object) -> str:
+    text = (
+        json.dumps(value)
+        if value is None or isinstance(value, str | int | float | bool)
+        else type(value).__name__
+    )
+    return text if len(text) <= 80 else text[:77] + "..."
