@@ -1,0 +1,136 @@
+"""Container states as the kubelet reports them, as immutable values, and their wire form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, NotRequired, TypedDict
+
+CONTAINER_CREATING: Final = "ContainerCreating"
+CRASH_LOOP_BACK_OFF: Final = "CrashLoopBackOff"
+CREATE_CONFIG_ERROR: Final = "CreateContainerConfigError"
+COMPLETED: Final = "Completed"
+ERROR: Final = "Error"
+
+
+class WaitingWire(TypedDict):
+    reason: str
+    message: NotRequired[str]
+
+
+class RunningWire(TypedDict):
+    startedAt: str
+
+
+class TerminatedWire(TypedDict):
+    exitCode: int
+    reason: str
+    startedAt: str
+    finishedAt: str
+    containerID: NotRequired[str]
+    signal: NotRequired[int]
+
+
+class StateWire(TypedDict, total=False):
+    waiting: WaitingWire
+    running: RunningWire
+    terminated: TerminatedWire
+
+
+class ContainerStatusWire(TypedDict):
+    name: str
+    image: str
+    imageID: str
+    ready: bool
+    started: bool
+    restartCount: int
+    state: StateWire
+    lastState: StateWire
+    containerID: NotRequired[str]
+
+
+@dataclass(frozen=True)
+class Waiting:
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Running:
+    started_at: str
+
+
+@dataclass(frozen=True)
+class Terminated:
+    exit_code: int
+    started_at: str
+    finished_at: str
+    signal: int | None = None
+
+    @property
+    def reason(self) -> str:
+        return COMPLETED if self.exit_code == 0 else ERROR
+
+
+ContainerState = Waiting | Running | Terminated
+
+
+@dataclass(frozen=True)
+class ContainerRecord:
+    """What the node agent knows about one container of a pod."""
+
+    name: str
+    image: str
+    state: ContainerState
+    last_state: Terminated | None = None
+    restart_count: int = 0
+    container_id: str = ""
+    last_container_id: str = ""
+
+
+def exit_code_of(returncode: int) -> tuple[int, int | None]:
+    """A process return code as a container exit code and signal (killed by 9 -> 137)."""
+    if returncode < 0:
+        return 128 - returncode, -returncode
+    return returncode, None
+
+
+def _state_wire(state: ContainerState | None, container_id: str) -> StateWire:
+    if state is None:
+        return StateWire()
+    if isinstance(state, Waiting):
+        waiting = WaitingWire(reason=state.reason)
+        if state.message:
+            waiting["message"] = state.message
+        return StateWire(waiting=waiting)
+    if isinstance(state, Running):
+        return StateWire(running=RunningWire(startedAt=state.started_at))
+    terminated = TerminatedWire(
+        exitCode=state.exit_code,
+        reason=state.reason,
+        startedAt=state.started_at,
+        finishedAt=state.finished_at,
+    )
+    if container_id:
+        terminated["containerID"] = container_id
+    if state.signal is not None:
+        terminated["signal"] = state.signal
+    return StateWire(terminated=terminated)
+
+
+def container_status_wire(record: ContainerRecord) -> ContainerStatusWire:
+    running = isinstance(record.state, Running)
+    current_id = record.container_id if not isinstance(record.state, Waiting) else ""
+    status = ContainerStatusWire(
+        name=record.name,
+        image=record.image,
+        imageID="",
+        ready=running,
+        started=running,
+        restartCount=record.restart_count,
+        state=_state_wire(record.state, current_id),
+        lastState=_state_wire(record.last_state, record.last_container_id),
+    )
+    container_id = current_id or (record.last_container_id if isinstance(record.state, Waiting) else "")
+    if container_id:
+        status["containerID"] = container_id
+    return status

@@ -1,0 +1,200 @@
+"""The pod status a kubelet writes, composed from what the node agent knows. Pure.
+
+Phase (kubelet's rules): any container not yet started -> Pending; some running -> Running; all
+stopped -> Succeeded when all exited 0, else Failed under ``Never`` (or when the pod is being
+deleted), else Running (a restart is coming). A container waiting to restart counts as stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NotRequired, TypedDict
+
+from sandbox.kubelet.containers import (
+    ContainerRecord,
+    ContainerStatusWire,
+    Running,
+    Terminated,
+    Waiting,
+    container_status_wire,
+)
+
+PENDING: Final = "Pending"
+RUNNING: Final = "Running"
+SUCCEEDED: Final = "Succeeded"
+FAILED: Final = "Failed"
+TERMINAL_PHASES: Final = frozenset({SUCCEEDED, FAILED})
+CONDITION_ORDER: Final = (
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+    "PodScheduled",
+)
+
+
+class PodConditionWire(TypedDict):
+    type: str
+    status: str
+    lastProbeTime: None
+    lastTransitionTime: str
+    reason: NotRequired[str]
+    message: NotRequired[str]
+
+
+class PodIPWire(TypedDict):
+    ip: str
+
+
+class PodStatusWire(TypedDict):
+    phase: str
+    conditions: list[PodConditionWire]
+    containerStatuses: list[ContainerStatusWire]
+    hostIP: str
+    hostIPs: list[PodIPWire]
+    startTime: str
+    podIP: NotRequired[str]
+    podIPs: NotRequired[list[PodIPWire]]
+
+
+@dataclass(frozen=True)
+class PodView:
+    """The node agent's knowledge of one pod at one moment."""
+
+    containers: tuple[ContainerRecord, ...]
+    host_ip: str
+    start_time: str
+    pod_ip: str = ""
+    """Published once the containers have started; ``kubectl get -owide`` shows <none> before."""
+    sandbox_ready: bool = False
+    deleting: bool = False
+
+
+def should_restart(restart_policy: str, exit_code: int) -> bool:
+    if restart_policy == "Always":
+        return True
+    if restart_policy == "OnFailure":
+        return exit_code != 0
+    return False
+
+
+def compute_phase(restart_policy: str, containers: Sequence[ContainerRecord], deleting: bool = False) -> str:
+    waiting = running = stopped = succeeded = 0
+    for record in containers:
+        state = record.state
+        if isinstance(state, Running):
+            running += 1
+        elif isinstance(state, Terminated):
+            stopped += 1
+            succeeded += state.exit_code == 0
+        elif record.last_state is not None:
+            stopped += 1
+            succeeded += record.last_state.exit_code == 0
+        else:
+            waiting += 1
+    if waiting:
+        return PENDING
+    if running:
+        return RUNNING
+    if not stopped:
+        return PENDING
+    if deleting:
+        return SUCCEEDED if stopped == succeeded else FAILED
+    if restart_policy == "Always":
+        return RUNNING
+    if stopped == succeeded:
+        return SUCCEEDED
+    if restart_policy == "Never":
+        return FAILED
+    return RUNNING
+
+
+def _condition(
+    existing: Mapping[str, Mapping[str, Any]],
+    type_: str,
+    status: bool,
+    now: str,
+    reason: str = "",
+    message: str = "",
+) -> PodConditionWire:
+    text = "True" if status else "False"
+    old = existing.get(type_) or {}
+    since = str(old.get("lastTransitionTime") or now) if old.get("status") == text else now
+    condition = PodConditionWire(type=type_, status=text, lastProbeTime=None, lastTransitionTime=since)
+    if reason:
+        condition["reason"] = reason
+    if message:
+        condition["message"] = message
+    return condition
+
+
+def _copy_condition(raw: Mapping[str, Any]) -> PodConditionWire:
+    condition = PodConditionWire(
+        type=str(raw.get("type") or ""),
+        status=str(raw.get("status") or ""),
+        lastProbeTime=None,
+        lastTransitionTime=str(raw.get("lastTransitionTime") or ""),
+    )
+    if raw.get("reason"):
+        condition["reason"] = str(raw["reason"])
+    if raw.get("message"):
+        condition["message"] = str(raw["message"])
+    return condition
+
+
+def compose_status(
+    pod: Mapping[str, Any], view: PodView, now: str, phase: str | None = None
+) -> PodStatusWire:
+    """The whole ``status`` to write; ``phase`` overrides the computed one (a terminal phase is final)."""
+    spec = pod.get("spec") or {}
+    old_status = pod.get("status") or {}
+    restart_policy = str(spec.get("restartPolicy") or "Always")
+    phase = phase or compute_phase(restart_policy, view.containers, view.deleting)
+    existing = {str(c.get("type")): c for c in old_status.get("conditions") or [] if isinstance(c, Mapping)}
+    terminal = phase in TERMINAL_PHASES
+    unready = [r.name for r in view.containers if not isinstance(r.state, Running)]
+    if terminal:
+        ready_reason, ready_message = "PodCompleted", ""
+    elif unready:
+        ready_reason, ready_message = (
+            "ContainersNotReady",
+            f"containers with unready status: [{' '.join(unready)}]",
+        )
+    else:
+        ready_reason = ready_message = ""
+    all_ready = not unready and not terminal
+    conditions = [
+        _condition(existing, "PodReadyToStartContainers", view.sandbox_ready and not terminal, now),
+        _condition(existing, "Initialized", True, now, "PodCompleted" if terminal else ""),
+        _condition(existing, "Ready", all_ready, now, ready_reason, ready_message),
+        _condition(existing, "ContainersReady", all_ready, now, ready_reason, ready_message),
+    ]
+    scheduled = existing.get("PodScheduled")
+    if scheduled is not None and scheduled.get("status") == "True":
+        conditions.append(_copy_condition(scheduled))
+    else:
+        conditions.append(_condition({}, "PodScheduled", True, now))
+    ours = set(CONDITION_ORDER)
+    others = [_copy_condition(c) for t, c in existing.items() if t not in ours]
+    status = PodStatusWire(
+        phase=phase,
+        conditions=conditions + others,
+        containerStatuses=[container_status_wire(r) for r in view.containers],
+        hostIP=view.host_ip,
+        hostIPs=[PodIPWire(ip=view.host_ip)],
+        startTime=view.start_time,
+    )
+    if view.pod_ip:
+        status["podIP"] = view.pod_ip
+        status["podIPs"] = [PodIPWire(ip=view.pod_ip)]
+    return status
+
+
+def waiting_records(pod: Mapping[str, Any], reason: str) -> tuple[ContainerRecord, ...]:
+    """Every container of ``pod`` waiting for ``reason``: the status before anything starts."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return tuple(
+        ContainerRecord(name=str(c.get("name", "")), image=str(c.get("image", "")), state=Waiting(reason))
+        for c in containers
+    )
