@@ -52,6 +52,7 @@ def make_job(
     namespace: str = "ns",
     run_policy: dict[str, Any] | None = None,
     status: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
     **spec_fields: Any,
 ) -> TFJob:
     job: dict[str, Any] = {
@@ -60,6 +61,8 @@ def make_job(
         "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
         "spec": {"tfReplicaSpecs": copy.deepcopy(replica_specs), **spec_fields},
     }
+    if annotations is not None:
+        job["metadata"]["annotations"] = dict(annotations)
     if run_policy is not None:
         job["spec"]["runPolicy"] = dict(run_policy)
     if status is not None:
