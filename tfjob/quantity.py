@@ -37,7 +37,7 @@ def parse_quantity(value: str | int | float) -> Decimal:
         return _round_to_nano(Decimal(repr(value)))
     if not isinstance(value, str):
         raise ValueError(f"quantity must be a number or a string, not {type(value).__name__}: {value!r}")
-    match = _QUANTITY.match(value.strip())
+    match = _QUANTITY.fullmatch(value)
     if match is None:
         raise ValueError(
             f"quantity {value!r} does not match the Kubernetes quantity grammar "
@@ -60,7 +60,7 @@ def parse_quantity(value: str | int | float) -> Decimal:
 
 def is_binary_quantity(value: str | int | float) -> bool:
     """True when the quantity is written with a binary suffix (``Ki`` ... ``Ei``)."""
-    return isinstance(value, str) and value.strip()[-2:] in _BINARY_SUFFIXES
+    return isinstance(value, str) and value[-2:] in _BINARY_SUFFIXES
 
 
 def format_quantity(value: Decimal, binary: bool) -> str:

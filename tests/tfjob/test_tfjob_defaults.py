@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tfjob_test_builders import container, make_job, replica
 
 from tfjob.defaults import canonical_replica_type, replica_port, with_defaults
+from tfjob.pods import desired_pod
 from tfjob.wire import TFJob
 
 
@@ -35,6 +36,10 @@ def test_s01_type_normalisation_and_defaults() -> None:
     assert spec["runPolicy"]["cleanPodPolicy"] == "None"
     assert spec["successPolicy"] == ""
     assert raw == stored, "the stored spec is unchanged (D8: defaults are never persisted)"
+    assert [desired_pod(job, rtype, 0)["metadata"]["name"] for rtype in spec["tfReplicaSpecs"]] == [
+        "tj-ps-0",
+        "tj-worker-0",
+    ]
 
 
 def test_s02_custom_port_is_kept_and_read() -> None:
@@ -125,7 +130,8 @@ def test_a_differently_spelled_key_replaces_the_canonical_one_in_its_place() -> 
 
 def test_missing_and_null_fields_are_tolerated() -> None:
     assert with_defaults({}) == {}
-    assert with_defaults({"spec": None}) == {"spec": None}  # type: ignore[typeddict-item]
+    null_spec: Any = {"spec": None}
+    assert with_defaults(null_spec) == null_spec
     job = with_defaults(make_job({"Worker": None, "PS": {"template": None}}, runPolicy=None))
     assert job["spec"]["tfReplicaSpecs"]["Worker"] is None
     assert job["spec"]["tfReplicaSpecs"]["PS"] == {"template": None, "replicas": 1, "restartPolicy": "Never"}

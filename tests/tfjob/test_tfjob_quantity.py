@@ -45,7 +45,7 @@ def test_parse_quantity_follows_the_kubernetes_grammar(text: str | int | float, 
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "abc", "1Kb", "1 Gi", "1.2.3", "Gi", "1ki", "--1", "1e", True, None, [1]]
+    "bad", ["", "abc", "1Kb", "1 Gi", "1.2.3", "Gi", "1ki", "--1", "1e", " 1", "1\n", True, None, [1]]
 )
 def test_parse_quantity_rejects_bad_input_with_a_clear_error(bad: object) -> None:
     with pytest.raises(ValueError, match="quantity"):
@@ -92,8 +92,8 @@ def test_format_then_parse_round_trips_milli_values(milli: int) -> None:
 
 
 def test_sum_resources_scenario_49_cpu_and_memory() -> None:
-    ps = {"cpu": "1"}
-    worker = {"cpu": 2, "memory": "4Gi"}
+    ps: dict[str, str | int] = {"cpu": "1"}
+    worker: dict[str, str | int] = {"cpu": 2, "memory": "4Gi"}
     assert sum_resources([ps, worker, worker]) == {"cpu": "5", "memory": "8Gi"}
 
 
