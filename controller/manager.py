@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from controller.actions import ActionFailed, ActionRunner
@@ -84,6 +85,12 @@ class Controller:
             )
         self._leading = False
         self._stopping = False
+        # Workers take keys only while this is set; see ``paused``.
+        self._unpaused = asyncio.Event()
+        self._unpaused.set()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     # -- state -------------------------------------------------------------------------------
 
@@ -104,6 +111,20 @@ class Controller:
             uid = str((obj.get("metadata") or {}).get("uid") or "")
             self.status_writer.forget(uid)
             self.writes.forget_owner(uid)
+
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """Hold every pass back (after the ones in flight finish) until the block ends.
+
+        Watches keep filling the caches and the queue meanwhile, so the first pass afterwards sees
+        every change made inside the block at once, e.g. several pods changing state together.
+        """
+        self._unpaused.clear()
+        try:
+            await self._idle.wait()
+            yield
+        finally:
+            self._unpaused.set()
 
     # -- running -----------------------------------------------------------------------------
 
@@ -175,7 +196,15 @@ class Controller:
             except ShutDown:
                 return
             try:
-                result = await self.reconciler.reconcile(key)
+                await self._unpaused.wait()
+                self._in_flight += 1
+                self._idle.clear()
+                try:
+                    result = await self.reconciler.reconcile(key)
+                finally:
+                    self._in_flight -= 1
+                    if self._in_flight == 0:
+                        self._idle.set()
             except asyncio.CancelledError:
                 self.queue.done(key)
                 raise

@@ -1,0 +1,52 @@
+"""Fixtures for the operator's integration tests: one sandbox API server and one webhook process
+for the whole session, a fresh namespace per test, and a dedicated user for the controller so the
+request log tells its requests apart."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kube.resources import NAMESPACES
+
+from .operator import CONTROLLER_USER, Cluster, WebhookHandle, running_webhook
+
+
+@pytest.fixture(scope="session")
+def apiserver() -> Iterator[Any]:
+    testing = pytest.importorskip("sandbox.testing", reason="the sandbox API server has not landed yet")
+    with testing.start_apiserver() as handle:
+        yield handle
+
+
+@pytest.fixture(scope="session")
+def webhook(apiserver: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookHandle]:
+    with running_webhook(apiserver, tmp_path_factory.mktemp("webhook")) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="session")
+def controller_kubeconfig(apiserver: Any) -> str:
+    """A kubeconfig for the controller's own user, ``tfgang-controller``."""
+    _token, kubeconfig = apiserver.add_user(CONTROLLER_USER)
+    return str(kubeconfig)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+@pytest.fixture
+async def cluster(apiserver: Any, webhook: WebhookHandle) -> AsyncIterator[Cluster]:
+    """An admin client on a fresh namespace, with the webhook registered."""
+    namespace = f"it-{uuid.uuid4().hex[:8]}"
+    async with Cluster.connect(str(apiserver.kubeconfig), namespace) as connected:
+        await connected.api.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        )
+        yield connected

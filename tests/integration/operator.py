@@ -1,0 +1,571 @@
+"""Reusable pieces for tests that run the operator against the sandbox API server.
+
+- ``running_webhook(apiserver, workdir)``: issues certificates, starts ``python -m webhook`` as a real
+  process and registers it with the API server (pods CREATE mutation, tfjobs CREATE/UPDATE
+  validation); unregisters and stops it on exit.
+- ``running_controller(kubeconfig, ...)``: the controller in-process, as an asyncio task.
+- ``controller_process(kubeconfig, ...)``: the controller as a real ``python -m controller`` process.
+- ``Cluster``: an admin client plus what a kubelet and Volcano would write (pod and PodGroup
+  status), and polling helpers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from controller.config import ControllerConfig, LeaderElectionConfig
+from controller.manager import Controller
+from controller.resources import TFJOBS
+from kube.api import KubeApi
+from kube.client import make_api_client
+from kube.errors import NotFound
+from kube.patches import PatchType
+from kube.resources import (
+    EVENTS,
+    PODGROUPS_V1BETA1,
+    PODS,
+    SERVICES,
+)
+from kube.workqueue import Backoff
+from tfjob.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+SEED_DIR = REPO / "examples" / "seed"
+WEBHOOK_NAME = "tfgang-webhook"
+# The controller runs as its own user so the request log tells its requests apart.
+CONTROLLER_USER = "tfgang-controller"
+
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _python_module(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
+
+
+def _wait_http_ok(url: str, timeout: float, process: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before {url} answered")
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as answer:
+            if answer.status == 200:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} not ready within {timeout}s")
+
+
+def _stop_process(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- the webhook --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WebhookHandle:
+    port: int
+    ops_port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+def webhook_configurations(port: int, ca_bundle: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The mutating (pods) and validating (tfjobs) configurations pointing at 127.0.0.1:port."""
+    common = {
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 10,
+    }
+    mutating = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_NAME},
+        "webhooks": [
+            {
+                "name": "mutate-pods.tfgang.kubeflow.org",
+                "clientConfig": {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca_bundle},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                    }
+                ],
+                "objectSelector": {
+                    "matchExpressions": [
+                        {"key": "training.kubeflow.org/job-name", "operator": "Exists"},
+                    ]
+                },
+                "reinvocationPolicy": "IfNeeded",
+                **common,
+            }
+        ],
+    }
+    validating = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_NAME},
+        "webhooks": [
+            {
+                "name": "validate-tfjobs.tfgang.kubeflow.org",
+                "clientConfig": {"url": f"https://127.0.0.1:{port}/validate-tfjobs", "caBundle": ca_bundle},
+                "rules": [
+                    {
+                        "apiGroups": ["kubeflow.org"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["tfjobs"],
+                    }
+                ],
+                **common,
+            }
+        ],
+    }
+    return mutating, validating
+
+
+def _kubectl_apply(kubeconfig: str, objects: list[dict[str, Any]]) -> None:
+    kubectl = REPO / ".venv" / "bin" / "kubectl"
+    binary = str(kubectl) if kubectl.exists() else "kubectl"
+    subprocess.run(
+        [binary, "--kubeconfig", kubeconfig, "apply", "-f", "-"],
+        input=yaml.safe_dump_all(objects).encode(),
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+@contextlib.contextmanager
+def running_webhook(apiserver: Any, workdir: Path) -> Iterator[WebhookHandle]:
+    """Start the real webhook process and register it with the sandbox API server."""
+    cert_dir = workdir / "webhook-certs"
+    subprocess.run(
+        _python_module(
+            "certs",
+            "issue",
+            "--service",
+            WEBHOOK_NAME,
+            "--namespace",
+            "default",
+            "--out",
+            str(cert_dir),
+            "--ip-address",
+            "127.0.0.1",
+        ),
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    port, ops_port = free_port(), free_port()
+    log = workdir / "webhook.log"
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            _python_module(
+                "webhook",
+                "--kubeconfig",
+                str(apiserver.kubeconfig),
+                "--cert-dir",
+                str(cert_dir),
+                "--port",
+                str(port),
+                "--ops-port",
+                str(ops_port),
+            ),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+        )
+    try:
+        _wait_http_ok(f"http://127.0.0.1:{ops_port}/readyz", 30, process)
+        import base64
+
+        ca_bundle = base64.b64encode((cert_dir / "ca.crt").read_bytes()).decode()
+        _kubectl_apply(str(apiserver.kubeconfig), list(webhook_configurations(port, ca_bundle)))
+        yield WebhookHandle(port, ops_port, process, log)
+    finally:
+        _stop_process(process)
+
+
+# -- the controller -----------------------------------------------------------------------------
+
+
+def controller_config(
+    *,
+    namespace: str = "",
+    leader_identity: str | None = None,
+    lease_name: str = "tfgang-controller",
+    lease_namespace: str = "default",
+    workers: int = 4,
+    gang_scheduler_name: str = "volcano",
+) -> ControllerConfig:
+    election = None
+    if leader_identity is not None:
+        election = LeaderElectionConfig(
+            lease_name=lease_name,
+            lease_namespace=lease_namespace,
+            identity=leader_identity,
+            lease_duration=3.0,
+            renew_deadline=2.0,
+            retry_period=0.5,
+        )
+    return ControllerConfig(
+        namespace=namespace,
+        leader_election=election,
+        workers=workers,
+        settings=Settings(gang_scheduler_name=gang_scheduler_name),
+        kube_api_qps=1000.0,
+        kube_api_burst=1000,
+    )
+
+
+@contextlib.asynccontextmanager
+async def running_controller(kubeconfig: str, config: ControllerConfig) -> AsyncIterator[Controller]:
+    """The controller as an asyncio task; stopped gracefully on exit, its failure re-raised."""
+    client = await make_api_client(kubeconfig)
+    api = KubeApi(client, qps=config.kube_api_qps, burst=config.kube_api_burst)
+    controller = Controller(api, config, backoff=Backoff(base=0.05, max=2.0))
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        async with asyncio.timeout(20):
+            while not controller.ready:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.02)
+        yield controller
+    finally:
+        stop.set()
+        try:
+            async with asyncio.timeout(15):
+                await task
+        finally:
+            await api.close()
+
+
+@contextlib.contextmanager
+def controller_process(
+    kubeconfig: str, workdir: Path, *flags: str, name: str = "controller"
+) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``python -m controller`` as a process; yields it and its ops port once /readyz answers."""
+    ops_port = free_port()
+    log = workdir / f"{name}.log"
+    env = {**os.environ, "TFGANG_OPS_HOST": "127.0.0.1"}
+    with log.open("ab") as log_file:
+        process = subprocess.Popen(
+            _python_module(
+                "controller",
+                "--kubeconfig",
+                kubeconfig,
+                "--ops-port",
+                str(ops_port),
+                "--kube-api-qps",
+                "1000",
+                "--kube-api-burst",
+                "1000",
+                *flags,
+            ),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+        )
+    try:
+        _wait_http_ok(f"http://127.0.0.1:{ops_port}/readyz", 30, process)
+        yield process, ops_port
+    finally:
+        _stop_process(process)
+
+
+def metrics_text(ops_port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ops_port}/metrics", timeout=5) as answer:
+        text: str = answer.read().decode()
+        return text
+
+
+# -- the cluster as a kubelet and Volcano see it --------------------------------------------------
+
+
+def load_seed(name: str, job_name: str, namespace: str) -> dict[str, Any]:
+    job: dict[str, Any] = yaml.safe_load((SEED_DIR / f"{name}.yaml").read_text())
+    job["metadata"] = {"name": job_name, "namespace": namespace}
+    return job
+
+
+def container_status(
+    state: str, *, exit_code: int = 0, restart_count: int = 0, reason: str | None = None
+) -> dict[str, Any]:
+    """A ``tensorflow`` containerStatus in state running, terminated or waiting."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    detail: dict[str, Any]
+    if state == "running":
+        detail = {"running": {"startedAt": now}}
+    elif state == "terminated":
+        detail = {
+            "terminated": {
+                "exitCode": exit_code,
+                "reason": reason or ("Completed" if exit_code == 0 else "Error"),
+                "startedAt": now,
+                "finishedAt": now,
+            }
+        }
+    else:
+        detail = {"waiting": {"reason": reason or "ContainerCreating"}}
+    return {
+        "name": "tensorflow",
+        "image": "busybox:1.37.0-glibc",
+        "imageID": "",
+        "ready": state == "running",
+        "restartCount": restart_count,
+        "started": state == "running",
+        "state": detail,
+    }
+
+
+class Cluster:
+    """An admin client that plays the kubelet and Volcano in tests."""
+
+    def __init__(self, api: KubeApi, namespace: str) -> None:
+        self.api = api
+        self.namespace = namespace
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def connect(cls, kubeconfig: str, namespace: str) -> AsyncIterator[Cluster]:
+        client = await make_api_client(kubeconfig)
+        api = KubeApi(client, qps=1000.0, burst=1000)
+        try:
+            yield cls(api, namespace)
+        finally:
+            await api.close()
+
+    async def create_job(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        return await self.api.create(TFJOBS, dict(job), self.namespace)
+
+    async def job(self, name: str) -> dict[str, Any]:
+        return await self.api.get(TFJOBS, name, self.namespace)
+
+    async def pods(self, job_name: str) -> dict[str, dict[str, Any]]:
+        listed = await self.api.list(
+            PODS, self.namespace, label_selector=f"training.kubeflow.org/job-name={job_name}"
+        )
+        return {pod["metadata"]["name"]: pod for pod in listed.get("items") or ()}
+
+    async def services(self, job_name: str) -> dict[str, dict[str, Any]]:
+        listed = await self.api.list(
+            SERVICES, self.namespace, label_selector=f"training.kubeflow.org/job-name={job_name}"
+        )
+        return {svc["metadata"]["name"]: svc for svc in listed.get("items") or ()}
+
+    async def podgroup(self, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.api.get(PODGROUPS_V1BETA1, name, self.namespace)
+        except NotFound:
+            return None
+
+    async def events(self, name: str) -> list[dict[str, Any]]:
+        listed = await self.api.list(EVENTS, self.namespace)
+        return [e for e in listed.get("items") or () if (e.get("involvedObject") or {}).get("name") == name]
+
+    async def set_podgroup_phase(self, name: str, phase: str, running: int = 0) -> None:
+        """What Volcano writes: PodGroup ``status`` (no status subresource, so on the object)."""
+        await self.api.patch(
+            PODGROUPS_V1BETA1,
+            name,
+            {"status": {"phase": phase, "running": running}},
+            self.namespace,
+            patch_type=PatchType.MERGE,
+        )
+
+    async def set_pod(self, name: str, phase: str, container: dict[str, Any] | None = None) -> None:
+        """What a kubelet writes: pod phase and the tensorflow container's status."""
+        status: dict[str, Any] = {"phase": phase}
+        if container is not None:
+            status["containerStatuses"] = [container]
+        if phase == "Running":
+            status["podIP"] = "10.0.0.1"
+        await self.api.patch(
+            PODS, name, {"status": status}, self.namespace, patch_type=PatchType.MERGE, subresource="status"
+        )
+
+    async def run_pods(self, names: list[str], restart_count: int = 0) -> None:
+        for name in names:
+            await self.set_pod(name, "Running", container_status("running", restart_count=restart_count))
+
+    async def finish_pods(self, names: list[str], exit_code: int = 0) -> None:
+        phase = "Succeeded" if exit_code == 0 else "Failed"
+        for name in names:
+            await self.set_pod(name, phase, container_status("terminated", exit_code=exit_code))
+
+    @contextlib.asynccontextmanager
+    async def reaping_terminating_pods(self) -> AsyncIterator[None]:
+        """Play the kubelet's last step: remove pods whose deletion was requested."""
+
+        async def reap() -> None:
+            while True:
+                listed = await self.api.list(PODS, self.namespace)
+                for pod in listed.get("items") or ():
+                    if pod["metadata"].get("deletionTimestamp"):
+                        await self.force_delete_pod(pod["metadata"]["name"])
+                await asyncio.sleep(0.05)
+
+        task = asyncio.create_task(reap())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def force_delete_pod(self, name: str) -> None:
+        """What a kubelet does once a terminating pod's containers stopped: remove it for good."""
+        with contextlib.suppress(NotFound):
+            await self.api.delete(PODS, name, self.namespace, grace_period_seconds=0)
+
+
+def last_state(job: Mapping[str, Any]) -> str:
+    """The ``STATE`` column of ``kubectl get tfjob``: the type of the last condition."""
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return str(conditions[-1].get("type", "")) if conditions else ""
+
+
+def condition(job: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
+    for entry in (job.get("status") or {}).get("conditions") or ():
+        if entry.get("type") == type_:
+            return dict(entry)
+    return None
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T | None]],
+    within: float = 10.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
+    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``within``."""
+    deadline = time.monotonic() + within
+    last: Any = None
+    while True:
+        last = await check()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}; last value {last!r}")
+        await asyncio.sleep(interval)
+
+
+def json_dump(obj: Any) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True)
+
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+JOB_RESOURCES = frozenset({"pods", "services", "podgroups", "tfjobs"})
+
+
+def controller_writes(apiserver: Any, user: str, namespace: str) -> list[Any]:
+    """The successful writes ``user`` made to a job's resources in ``namespace``, in order."""
+    return [
+        record
+        for record in apiserver.request_log()
+        if record.user == user
+        and record.namespace == namespace
+        and record.verb in WRITE_VERBS
+        and record.resource in JOB_RESOURCES
+        and 200 <= record.code < 300
+    ]
+
+
+def status_writes(records: list[Any]) -> list[Any]:
+    return [r for r in records if r.resource == "tfjobs" and r.subresource == "status"]
+
+
+def simple_job(
+    name: str,
+    namespace: str,
+    *,
+    workers: int = 1,
+    ps: int = 0,
+    restart_policy: str = "Never",
+    run_policy: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A small TFJob whose pods nobody runs: tests write their statuses."""
+
+    def replica(count: int) -> dict[str, Any]:
+        return {
+            "replicas": count,
+            "restartPolicy": restart_policy,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "tensorflow",
+                            "image": "busybox:1.37.0-glibc",
+                            "command": ["sh", "-c", "sleep 30"],
+                            "resources": {"limits": {"cpu": "100m", "memory": "10Mi"}},
+                        }
+                    ]
+                }
+            },
+        }
+
+    specs = {"Worker": replica(workers)}
+    if ps:
+        specs["PS"] = replica(ps)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runPolicy": dict(run_policy or {}), "tfReplicaSpecs": specs},
+    }
+
+
+async def admit_and_wait_for_pods(
+    cluster: Cluster, job_name: str, count: int, within: float = 10.0
+) -> list[str]:
+    """Play Volcano (PodGroup -> Inqueue) and wait for the job's ``count`` pods; their names."""
+    await eventually(lambda: cluster.podgroup(job_name), within, what=f"PodGroup {job_name}")
+    await cluster.set_podgroup_phase(job_name, "Inqueue")
+
+    async def all_pods() -> list[str] | None:
+        pods = await cluster.pods(job_name)
+        return sorted(pods) if len(pods) == count else None
+
+    return await eventually(all_pods, within, what=f"{count} pods of {job_name}")
+
+
+async def wait_for_state(cluster: Cluster, job_name: str, state: str, within: float = 10.0) -> dict[str, Any]:
+    async def reached() -> dict[str, Any] | None:
+        job = await cluster.job(job_name)
+        return job if last_state(job) == state else None
+
+    return await eventually(reached, within, what=f"{job_name} in state {state}")

@@ -1,0 +1,135 @@
+"""The controller survives being killed, shares the cluster with a second replica, and rides out
+a compacted watch history: nothing is made twice, nothing is lost, only the leader acts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from kube.resources import LEASES
+
+from .operator import (
+    CONTROLLER_USER,
+    Cluster,
+    admit_and_wait_for_pods,
+    controller_config,
+    controller_process,
+    controller_writes,
+    eventually,
+    metrics_text,
+    running_controller,
+    simple_job,
+    wait_for_state,
+)
+
+
+def _created(records: list[Any], resource: str) -> Counter[str]:
+    return Counter(r.name for r in records if r.verb == "create" and r.resource == resource)
+
+
+async def test_controller_killed_mid_job_and_restarted_duplicates_nothing_and_loses_nothing(
+    cluster: Cluster, controller_kubeconfig: str, apiserver: Any, workdir: Path
+) -> None:
+    ns = cluster.namespace
+    flags = ("--namespace", ns, "--log-level", "DEBUG")
+    with controller_process(controller_kubeconfig, workdir, *flags, name="first") as (first, _):
+        await cluster.create_job(simple_job("phoenix", ns, workers=3, ps=1))
+        await eventually(lambda: cluster.podgroup("phoenix"), what="the PodGroup")
+        await cluster.set_podgroup_phase("phoenix", "Inqueue")
+        # Kill it as soon as it starts making pods: some exist, some may not yet.
+        await eventually(lambda: cluster.pods("phoenix"), within=10, interval=0.005, what="a first pod")
+        first.kill()
+        first.wait()
+
+    with controller_process(controller_kubeconfig, workdir, *flags, name="second") as (_, ops_port):
+        names = await admit_and_wait_for_pods(cluster, "phoenix", 4)
+        await cluster.run_pods(names)
+        await wait_for_state(cluster, "phoenix", "Running")
+        await cluster.finish_pods(names)
+        job = await wait_for_state(cluster, "phoenix", "Succeeded")
+        assert "training_operator_jobs_successful_total" in metrics_text(ops_port)
+
+    writes = controller_writes(apiserver, CONTROLLER_USER, ns)
+    assert _created(writes, "pods") == Counter({name: 1 for name in names})
+    assert _created(writes, "services") == Counter({name: 1 for name in names})
+    assert _created(writes, "podgroups") == Counter({"phoenix": 1})
+    assert [c["type"] for c in job["status"]["conditions"]] == ["Created", "Running", "Succeeded"]
+
+
+async def test_two_controllers_only_the_leader_acts_and_the_follower_takes_over(
+    cluster: Cluster, apiserver: Any, workdir: Path
+) -> None:
+    ns = cluster.namespace
+    election = (
+        "--namespace",
+        ns,
+        "--leader-elect",
+        "--lease-namespace",
+        ns,
+        "--lease-name",
+        "tfgang",
+        "--lease-duration",
+        "3",
+        "--renew-deadline",
+        "2",
+        "--retry-period",
+        "0.5",
+    )
+    users = {}
+    for name in ("replica-a", "replica-b"):
+        _token, kubeconfig = apiserver.add_user(name)
+        users[name] = str(kubeconfig)
+    with (
+        controller_process(
+            users["replica-a"], workdir, *election, "--identity", "replica-a", name="replica-a"
+        ) as (process_a, _),
+        controller_process(
+            users["replica-b"], workdir, *election, "--identity", "replica-b", name="replica-b"
+        ) as (process_b, _),
+    ):
+        # Both answered /readyz: a follower is ready too (its caches are synced).
+        await cluster.create_job(simple_job("shared", ns, workers=2))
+        names = await admit_and_wait_for_pods(cluster, "shared", 2)
+        await cluster.run_pods(names)
+        await wait_for_state(cluster, "shared", "Running")
+
+        lease = await cluster.api.get(LEASES, "tfgang", ns)
+        leader = lease["spec"]["holderIdentity"]
+        follower = "replica-b" if leader == "replica-a" else "replica-a"
+        assert controller_writes(apiserver, leader, ns), "the leader made the job's objects"
+        assert controller_writes(apiserver, follower, ns) == [], "the follower wrote nothing"
+
+        # The leader dies without releasing its Lease: the follower waits out the lease duration.
+        killed_at = time.monotonic()
+        (process_a if leader == "replica-a" else process_b).kill()
+        await cluster.create_job(simple_job("after", ns))
+        await eventually(lambda: cluster.podgroup("after"), within=15, what="the new leader acting")
+        took_over = time.monotonic() - killed_at
+        assert took_over < 3 + 2 + 3, f"failover took {took_over:.1f}s"
+        lease = await cluster.api.get(LEASES, "tfgang", ns)
+        assert lease["spec"]["holderIdentity"] == follower
+        assert {r.user for r in controller_writes(apiserver, follower, ns)} == {follower}
+        after_writes = [r for r in controller_writes(apiserver, leader, ns) if r.name == "after"]
+        assert after_writes == [], "the dead leader never touched the new job"
+
+
+async def test_a_compacted_watch_history_is_relisted_and_the_job_completes(
+    cluster: Cluster, controller_kubeconfig: str, apiserver: Any
+) -> None:
+    ns = cluster.namespace
+    async with running_controller(controller_kubeconfig, controller_config(namespace=ns)) as controller:
+        await cluster.create_job(simple_job("gone", ns, workers=2))
+        names = await admit_and_wait_for_pods(cluster, "gone", 2)
+        lists_before = sum(r.list_count for r in controller.caches.reflectors)
+        apiserver.compact()  # every resourceVersion the watches hold is now too old: 410 Gone
+        await cluster.run_pods(names)
+        await wait_for_state(cluster, "gone", "Running")
+        await cluster.finish_pods(names)
+        await wait_for_state(cluster, "gone", "Succeeded")
+        await asyncio.sleep(0.2)
+        assert sum(r.list_count for r in controller.caches.reflectors) > lists_before, "relisted after 410"
+    writes = controller_writes(apiserver, CONTROLLER_USER, ns)
+    assert _created(writes, "pods") == Counter({name: 1 for name in names})
