@@ -139,6 +139,14 @@ class LeaderElector:
                 return
 
     async def _try_acquire_or_renew(self) -> bool:
+        try:
+            return await self._attempt()
+        except Exception:
+            # Whatever went wrong, this round is lost; the deadline logic decides what it means.
+            logger.exception("leader election round for lease %s/%s failed", self._namespace, self._name)
+            return False
+
+    async def _attempt(self) -> bool:
         now = time.monotonic()
         try:
             lease = await self._api.get(LEASES, self._name, self._namespace)

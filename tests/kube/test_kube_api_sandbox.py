@@ -1,0 +1,148 @@
+"""KubeApi against the sandbox API server: CRUD, the three patch types, the status subresource."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from kube.api import KubeApi
+from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, UnsupportedMediaType
+from kube.patches import PatchType, json_patch_test_resource_version
+from kube.resources import CONFIGMAPS, MUTATING_WEBHOOK_CONFIGURATIONS, PODGROUPS_V1BETA1, PODS
+
+
+def configmap(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {}},
+            "data": data}
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "kube-test"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["true"]}]},
+    }
+
+
+async def test_create_get_list_replace_delete(kube_api: KubeApi, namespace: str) -> None:
+    created = await kube_api.create(CONFIGMAPS, configmap("one", {"k": "v"}, {"tier": "a"}), namespace)
+    assert created["metadata"]["uid"] and created["metadata"]["resourceVersion"]
+    two = configmap("two", {}, {"tier": "b"})
+    two["metadata"]["namespace"] = namespace
+    await kube_api.create(CONFIGMAPS, two)  # the namespace comes from the body
+    with pytest.raises(AlreadyExists):
+        await kube_api.create(CONFIGMAPS, configmap("one", {}), namespace)
+
+    fetched = await kube_api.get(CONFIGMAPS, "one", namespace)
+    assert fetched["data"] == {"k": "v"}
+    page = await kube_api.list(CONFIGMAPS, namespace, label_selector="tier=a")
+    assert [item["metadata"]["name"] for item in page["items"]] == ["one"]
+    items, resource_version = await kube_api.list_all(CONFIGMAPS, namespace, page_size=1)
+    assert sorted(item["metadata"]["name"] for item in items) == ["one", "two"]
+    assert all(item["kind"] == "ConfigMap" and item["apiVersion"] == "v1" for item in items)
+    assert resource_version
+
+    fetched["data"] = {"k": "changed"}
+    replaced = await kube_api.replace(CONFIGMAPS, "one", fetched, namespace)
+    assert replaced["data"] == {"k": "changed"}
+    with pytest.raises(Conflict):  # fetched still carries the old resourceVersion
+        await kube_api.replace(CONFIGMAPS, "one", fetched, namespace)
+
+    await kube_api.delete(CONFIGMAPS, "one", namespace, uid_precondition=created["metadata"]["uid"])
+    with pytest.raises(NotFound):
+        await kube_api.get(CONFIGMAPS, "one", namespace)
+    with pytest.raises(NotFound):
+        await kube_api.delete(CONFIGMAPS, "one", namespace)
+
+
+async def test_dry_run_create_persists_nothing(kube_api: KubeApi, namespace: str) -> None:
+    answer = await kube_api.create(CONFIGMAPS, configmap("dry", {"k": "v"}), namespace, dry_run=True)
+    assert answer["metadata"]["name"] == "dry"
+    with pytest.raises(NotFound):
+        await kube_api.get(CONFIGMAPS, "dry", namespace)
+
+
+async def test_merge_patch_sets_and_removes_keys(kube_api: KubeApi, namespace: str) -> None:
+    await kube_api.create(CONFIGMAPS, configmap("m", {"keep": "1", "drop": "2"}), namespace)
+    patched = await kube_api.patch(CONFIGMAPS, "m", {"data": {"drop": None, "new": "3"}}, namespace,
+                                   patch_type=PatchType.MERGE)
+    assert patched["data"] == {"keep": "1", "new": "3"}
+
+
+async def test_json_patch_with_a_resource_version_guard(kube_api: KubeApi, namespace: str) -> None:
+    created = await kube_api.create(CONFIGMAPS, configmap("j", {"a": "1"}), namespace)
+    guard = json_patch_test_resource_version(created["metadata"]["resourceVersion"])
+    patched = await kube_api.patch(
+        CONFIGMAPS, "j", [guard, {"op": "add", "path": "/data/b", "value": "2"}], namespace,
+        patch_type=PatchType.JSON,
+    )
+    assert patched["data"] == {"a": "1", "b": "2"}
+    with pytest.raises(Invalid):  # the guard's resourceVersion is stale now
+        await kube_api.patch(CONFIGMAPS, "j", [guard, {"op": "remove", "path": "/data/a"}], namespace,
+                             patch_type=PatchType.JSON)
+    assert (await kube_api.get(CONFIGMAPS, "j", namespace))["data"] == {"a": "1", "b": "2"}
+
+
+async def test_strategic_merge_patch_merges_lists_by_key(kube_api: KubeApi) -> None:
+    name = f"kube-test-{id(kube_api):x}"
+    ca_old = base64.b64encode(b"old").decode()
+    ca_new = base64.b64encode(b"new").decode()
+
+    def webhook(hook: str) -> dict[str, Any]:
+        return {
+            "name": hook,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Ignore",
+            "clientConfig": {"url": "https://127.0.0.1:1/x", "caBundle": ca_old},
+            "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"],
+                       "resources": ["nothings"]}],
+        }
+
+    body = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": name}, "webhooks": [webhook("a.example.com"), webhook("b.example.com")]}
+    await kube_api.create(MUTATING_WEBHOOK_CONFIGURATIONS, body)
+    try:
+        patch = {"webhooks": [{"name": "b.example.com", "clientConfig": {"caBundle": ca_new}}]}
+        patched = await kube_api.patch(MUTATING_WEBHOOK_CONFIGURATIONS, name, patch,
+                                       patch_type=PatchType.STRATEGIC)
+        bundles = {hook["name"]: hook["clientConfig"]["caBundle"] for hook in patched["webhooks"]}
+        assert bundles == {"a.example.com": ca_old, "b.example.com": ca_new}
+        assert patched["webhooks"][1]["clientConfig"]["url"] == "https://127.0.0.1:1/x"
+    finally:
+        await kube_api.delete(MUTATING_WEBHOOK_CONFIGURATIONS, name)
+
+
+async def test_patch_type_is_stated_explicitly_and_checked_against_the_body(kube_api: KubeApi) -> None:
+    with pytest.raises(TypeError, match="list of operations"):
+        await kube_api.patch(CONFIGMAPS, "x", {"data": {}}, "default", patch_type=PatchType.JSON)
+    with pytest.raises(TypeError, match="is a dict"):
+        await kube_api.patch(CONFIGMAPS, "x", [], "default", patch_type=PatchType.MERGE)
+    with pytest.raises(ValueError, match="field manager"):
+        await kube_api.patch(CONFIGMAPS, "x", {}, "default", patch_type=PatchType.APPLY)
+
+
+async def test_status_subresource_is_written_apart_from_the_object(kube_api: KubeApi, namespace: str) -> None:
+    await kube_api.create(PODS, pod("p"), namespace)
+    status = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    patched = await kube_api.patch(PODS, "p", status, namespace, patch_type=PatchType.MERGE,
+                                   subresource="status")
+    assert patched["status"]["phase"] == "Running"
+    # a status write leaves labels alone; a write to the object leaves the status alone
+    await kube_api.patch(PODS, "p", {"metadata": {"labels": {"x": "y"}}}, namespace,
+                         patch_type=PatchType.MERGE, subresource="status")
+    await kube_api.patch(PODS, "p", {"status": {"phase": "Failed"}}, namespace, patch_type=PatchType.MERGE)
+    current = await kube_api.get(PODS, "p", namespace)
+    assert current["status"]["phase"] == "Running"
+    assert "x" not in current["metadata"]["labels"]
+    fetched_status = await kube_api.get(PODS, "p", namespace, subresource="status")
+    assert fetched_status["status"]["phase"] == "Running"
+
+
+async def test_strategic_merge_on_a_custom_resource_is_415(kube_api: KubeApi, namespace: str) -> None:
+    with pytest.raises(UnsupportedMediaType):
+        await kube_api.patch(PODGROUPS_V1BETA1, "nothing", {"spec": {}}, namespace,
+                             patch_type=PatchType.STRATEGIC)

@@ -1,0 +1,122 @@
+"""The reflector keeps its store equal to the server's objects through changes and a 410 relist."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kube.api import KubeApi
+from kube.patches import PatchType
+from kube.reflector import Reflector
+from kube.resources import CONFIGMAPS
+from kube.store import Store, by_label
+
+
+def configmap(name: str, group: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"group": group}},
+            "data": {"v": "0"}}
+
+
+async def until(condition: Callable[[], bool], within: float = 10.0) -> None:
+    async with asyncio.timeout(within):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.02)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str | None]] = []
+
+    def __call__(self, kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        old_rv = old["metadata"]["resourceVersion"] if old is not None else None
+        self.events.append((kind, obj["metadata"]["name"], old_rv))
+
+    def names(self, kind: str) -> list[str]:
+        return [name for event_kind, name, _ in self.events if event_kind == kind]
+
+
+@pytest.fixture
+async def running() -> AsyncIterator[Callable[[Reflector], None]]:
+    tasks: list[asyncio.Task[None]] = []
+
+    def start(reflector: Reflector) -> None:
+        tasks.append(asyncio.create_task(reflector.run()))
+
+    yield start
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def server_state(api: KubeApi, namespace: str) -> dict[str, str]:
+    items, _ = await api.list_all(CONFIGMAPS, namespace)
+    return {item["metadata"]["name"]: item["metadata"]["resourceVersion"] for item in items}
+
+
+def store_state(store: Store) -> dict[str, str]:
+    return {obj["metadata"]["name"]: obj["metadata"]["resourceVersion"] for obj in store.list()}
+
+
+async def test_list_then_watch_keeps_the_store_and_indexes_current(
+    kube_api: KubeApi, namespace: str, running: Callable[[Reflector], None]
+) -> None:
+    await kube_api.create(CONFIGMAPS, configmap("before", "x"), namespace)
+    store = Store()
+    store.add_index("group", by_label("group"))
+    recorder = Recorder()
+    reflector = Reflector(kube_api, CONFIGMAPS, store, namespace=namespace, handlers=[recorder],
+                          watch_timeout_seconds=5, page_size=1)
+    running(reflector)
+    await asyncio.wait_for(reflector.wait_synced(), 10)
+    assert store.keys() == [f"{namespace}/before"]
+    assert recorder.events == [("ADDED", "before", None)]
+
+    await kube_api.create(CONFIGMAPS, configmap("during", "x"), namespace)
+    await kube_api.patch(CONFIGMAPS, "before", {"metadata": {"labels": {"group": "y"}}}, namespace,
+                         patch_type=PatchType.MERGE)
+    await kube_api.delete(CONFIGMAPS, "during", namespace)
+    await kube_api.create(CONFIGMAPS, configmap("after", "x"), namespace)
+
+    expected = await server_state(kube_api, namespace)
+    await until(lambda: store_state(store) == expected)
+    assert [obj["metadata"]["name"] for obj in store.by_index("group", "x")] == ["after"]
+    assert [obj["metadata"]["name"] for obj in store.by_index("group", "y")] == ["before"]
+    assert recorder.names("ADDED") == ["before", "during", "after"]
+    assert recorder.names("MODIFIED") == ["before"]
+    assert recorder.names("DELETED") == ["during"]
+    modified = next(event for event in recorder.events if event[0] == "MODIFIED")
+    assert modified[2] is not None  # the handler got the previous version
+
+
+async def test_relist_after_410_reconciles_changes_missed_in_the_gap(
+    sandbox_apiserver: Any, kube_api: KubeApi, namespace: str, running: Callable[[Reflector], None]
+) -> None:
+    for name in ["a", "b", "c"]:
+        await kube_api.create(CONFIGMAPS, configmap(name, "x"), namespace)
+    store = Store()
+    recorder = Recorder()
+    reflector = Reflector(kube_api, CONFIGMAPS, store, namespace=namespace, handlers=[recorder],
+                          watch_timeout_seconds=5, backoff_base=0.05)
+    running(reflector)
+    await asyncio.wait_for(reflector.wait_synced(), 10)
+    lists_before = reflector.list_count
+
+    await kube_api.delete(CONFIGMAPS, "a", namespace)
+    await kube_api.create(CONFIGMAPS, configmap("d", "x"), namespace)
+    await kube_api.patch(CONFIGMAPS, "b", {"data": {"v": "1"}}, namespace, patch_type=PatchType.MERGE)
+    sandbox_apiserver.compact()
+
+    await until(lambda: reflector.list_count > lists_before)
+    await kube_api.create(CONFIGMAPS, configmap("e", "x"), namespace)
+    expected = await server_state(kube_api, namespace)
+    await until(lambda: store_state(store) == expected)
+    assert sorted(expected) == ["b", "c", "d", "e"]
+    # every change reached the handlers exactly once, whether by watch or by the relist's diff
+    assert recorder.names("DELETED") == ["a"]
+    assert sorted(recorder.names("ADDED")) == ["a", "b", "c", "d", "e"]
+    assert recorder.names("MODIFIED") == ["b"]
