@@ -61,7 +61,9 @@ moves = st.one_of(
     st.tuples(st.just("pod"), st.integers(0, 7), pod_states, st.integers(0, 3)),
     st.tuples(st.just("podgroup"), st.sampled_from(["", "Pending", "Inqueue", "Running", "Unknown"])),
     st.tuples(st.just("delete"), st.integers(0, 7)),
-    st.tuples(st.just("gone"),),
+    st.tuples(
+        st.just("gone"),
+    ),
     st.tuples(st.just("suspend"), st.booleans()),
     st.tuples(st.just("scale"), st.integers(0, 3)),
     st.tuples(st.just("wait"), st.integers(1, 60)),
@@ -77,7 +79,12 @@ def _job(spec: dict[str, Any]) -> Any:
     if spec["ps"]:
         replicas["PS"] = replica(spec["ps"], spec["ps_policy"])
     run_policy: dict[str, Any] = {"cleanPodPolicy": spec["clean"]}
-    for key, field in (("backoff", "backoffLimit"), ("deadline", "activeDeadlineSeconds"), ("ttl", "ttlSecondsAfterFinished")):  # fmt: skip
+    fields = {
+        "backoff": "backoffLimit",
+        "deadline": "activeDeadlineSeconds",
+        "ttl": "ttlSecondsAfterFinished",
+    }
+    for key, field in fields.items():
         if spec[key] is not None:
             run_policy[field] = spec[key]
     extra = {"successPolicy": "AllWorkers"} if spec["all_workers"] else {}
@@ -89,7 +96,9 @@ def _move(cluster: Cluster, move: tuple[Any, ...]) -> None:
     kind = move[0]
     if kind == "pod" and names:
         _, which, (phase, exit_code, waiting), restarts = move
-        cluster.set_pod(names[which % len(names)], phase, exit_code=exit_code, waiting=waiting, restarts=restarts)
+        cluster.set_pod(
+            names[which % len(names)], phase, exit_code=exit_code, waiting=waiting, restarts=restarts
+        )
     elif kind == "podgroup" and cluster.podgroup is not None:
         cluster.set_podgroup_phase(move[1])
     elif kind == "delete" and names:  # someone else deletes a pod: it terminates first

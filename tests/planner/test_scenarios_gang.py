@@ -17,6 +17,7 @@ from .builders import (
     run,
     running_status,
     services,
+    with_status,
 )
 from .cluster import Cluster
 
@@ -118,7 +119,7 @@ def test_s53_finishing_deletes_the_podgroup_with_events() -> None:
         "SuccessfulDeletePodGroup",
         "Deleted PodGroup: tj",
     )
-    later = run(job | {"status": result.status}, done, svcs=services(job), settings=VOLCANO)  # type: ignore[arg-type]
+    later = run(with_status(job, result), done, svcs=services(job), settings=VOLCANO)
     assert later.actions == () and later.events == ()  # the PodGroup is gone: no repeated events
 
 
@@ -155,8 +156,9 @@ def test_d14_no_timeout_once_the_gang_was_admitted() -> None:
         run_policy={"schedulingPolicy": {"scheduleTimeoutSeconds": 60}},
         status=running_status(["Created", "Running"]),
     )
-    result = run(job, [pod(job, "Worker", 0, "Running")], svcs=services(job), group=podgroup(job, "Pending"),
-                 settings=VOLCANO, now=at(3600))  # fmt: skip
+    running = [pod(job, "Worker", 0, "Running")]
+    group = podgroup(job, "Pending")
+    result = run(job, running, svcs=services(job), group=group, settings=VOLCANO, now=at(3600))
     assert conditions_of(result)[-1] == ("Running", "True")
     assert result.actions == ()
 

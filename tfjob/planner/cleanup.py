@@ -141,9 +141,11 @@ def fail_and_tear_down(
     pods: Sequence[Obj],
     services: Sequence[Obj],
     podgroup: PodGroup | None,
+    *,
+    event_type: str = NORMAL,
 ) -> None:
     """Backoff, deadline and gang-timeout failures: the job fails and every child goes (D3)."""
-    finish_job(draft, verdict)
+    finish_job(draft, verdict, event_type=event_type)
     delete_everything(draft, pods, services)
     delete_podgroup(draft, podgroup)
     _expire_after_ttl(draft, facts)

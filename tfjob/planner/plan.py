@@ -88,7 +88,7 @@ from tfjob.planner.times import parse_time
 from tfjob.pods import desired_pod, template_restart_policy_overridden, template_scheduler_name
 from tfjob.services import desired_service
 from tfjob.settings import Settings
-from tfjob.wire import ReplicaSpec, TFJob
+from tfjob.wire import PodGroup, ReplicaSpec, TFJob
 
 logger = logging.getLogger(__name__)
 
@@ -134,15 +134,17 @@ def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
     draft = Draft.starting_from(raw.get("status"), now)
     if find_condition(draft.conditions, COND_CREATED) is None:
         draft.set_condition(COND_CREATED, TRUE, REASON_CREATED, f"TFJob {facts.name} is created.")
-        draft.count(COUNTER_CREATED)
+        if find_condition(draft.conditions, COND_CREATED) is not None:  # not after a Failed one
+            draft.count(COUNTER_CREATED)
     pods = [pod for pod in observed.pods if owned_by(pod, job)]
     services = [service for service in observed.services if owned_by(service, job)]
+    podgroup = observed.podgroup if settings.gang_enabled else None
 
     if is_finished(draft.conditions):
-        cleanup_finished(draft, facts, pods, services, observed.podgroup)
+        cleanup_finished(draft, facts, pods, services, podgroup)
         return draft.finish()
     if facts.suspend:
-        suspend(draft, facts, pods, services, observed.podgroup if settings.gang_enabled else None)
+        suspend(draft, facts, pods, services, podgroup)
         return draft.finish()
     resume_if_suspended(draft, facts)
     _run_active_job(draft, job, facts, observed, pods, services, settings)
@@ -169,18 +171,21 @@ def _run_active_job(
         fail_and_tear_down(draft, facts, backoff_verdict(facts), pods, services, podgroup)
         return
     deadline = deadline_at(facts, parse_time(draft.status.get("startTime")))
-    if deadline is not None and draft.now >= deadline:
-        fail_and_tear_down(draft, facts, deadline_verdict(facts), pods, services, podgroup)
-        return
+    if deadline is not None:
+        if draft.now >= deadline:
+            fail_and_tear_down(draft, facts, deadline_verdict(facts), pods, services, podgroup)
+            return
+        draft.requeue_in((deadline - draft.now).total_seconds())  # D1: a timer, not the next event
 
     gate = sync_gang(draft, job, facts, podgroup, pods, observed.priority_values, settings)
     if gate.timed_out is not None:
-        fail_and_tear_down(draft, facts, gate.timed_out, pods, services, podgroup)
+        fail_and_tear_down(draft, facts, gate.timed_out, pods, services, podgroup, event_type=WARNING)
         return
     if gate.hold_back:
         return
 
-    draft.status.setdefault("startTime", draft.timestamp)
+    if not draft.status.get("startTime"):
+        draft.status["startTime"] = draft.timestamp
     _record_replica_counts(draft, analyses)
     decision = _decide(facts, analyses, pod_slices)
     if decision.terminal is not None:
@@ -193,9 +198,10 @@ def _run_active_job(
     if decision.activity is not None:
         activity = decision.activity
         draft.set_condition(activity.type, TRUE, activity.reason, activity.message)
-    new_deadline = deadline_at(facts, parse_time(draft.status.get("startTime")))
-    if new_deadline is not None:
-        draft.requeue_in((new_deadline - draft.now).total_seconds())
+    if deadline is None:
+        new_deadline = deadline_at(facts, parse_time(draft.status.get("startTime")))
+        if new_deadline is not None:
+            draft.requeue_in((new_deadline - draft.now).total_seconds())
 
 
 def _decide(
@@ -225,7 +231,7 @@ def _finish_this_pass(
     analyses: Mapping[str, ReplicaAnalysis],
     pods: Sequence[Obj],
     services: Sequence[Obj],
-    podgroup: Any,
+    podgroup: PodGroup | None,
 ) -> None:
     verdict = decision.terminal
     assert verdict is not None
