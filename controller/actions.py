@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.metrics import ControllerMetrics
-from controller.resources import TFJOBS
+from controller.resources import TFJOBS, podgroup_resource
 from controller.writes import OwnWrites, controller_uid
 from kube.api import KubeApi
 from kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kube.patches import PatchType
-from kube.resources import PODGROUPS_V1BETA1, PODS, SERVICES, Resource
+from kube.resources import PODS, SERVICES, Resource
 from tfjob.planner import Observed
 from tfjob.planner.actions import (
     Action,
@@ -36,6 +36,7 @@ from tfjob.planner.actions import (
     Event,
     PatchPodGroup,
 )
+from tfjob.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +77,11 @@ class Outcome:
 
 
 class ActionRunner:
-    def __init__(self, api: KubeApi, writes: OwnWrites, metrics: ControllerMetrics) -> None:
+    def __init__(
+        self, api: KubeApi, writes: OwnWrites, metrics: ControllerMetrics, settings: Settings = Settings()
+    ) -> None:
         self._api = api
+        self._podgroups = podgroup_resource(settings)
         self._writes = writes
         self._metrics = metrics
 
@@ -99,20 +103,20 @@ class ActionRunner:
         namespace = str(_meta(job).get("namespace") or "")
         job_uid = str(_meta(job).get("uid") or "")
         if isinstance(action, CreatePodGroup):
-            created = await self._create(PODGROUPS_V1BETA1, dict(action.podgroup), namespace, job_uid)
+            created = await self._create(self._podgroups, dict(action.podgroup), namespace, job_uid)
             if created:
                 self._metrics.created_pod_groups.inc()
             return created
         if isinstance(action, PatchPodGroup):
             patched = await self._api.patch(
-                PODGROUPS_V1BETA1, action.name, action.patch, namespace, patch_type=PatchType.MERGE
+                self._podgroups, action.name, action.patch, namespace, patch_type=PatchType.MERGE
             )
-            self._writes.wrote(PODGROUPS_V1BETA1.plural, patched)
-            self._metrics.api_writes.labels(resource=PODGROUPS_V1BETA1.plural, verb="patch").inc()
+            self._writes.wrote(self._podgroups.plural, patched)
+            self._metrics.api_writes.labels(resource=self._podgroups.plural, verb="patch").inc()
             return True
         if isinstance(action, DeletePodGroup):
             uid = str(_meta(observed.podgroup).get("uid") or "") or None
-            deleted = await self._delete(PODGROUPS_V1BETA1, action.name, namespace, uid, job_uid)
+            deleted = await self._delete(self._podgroups, action.name, namespace, uid, job_uid)
             if deleted:
                 self._metrics.deleted_pod_groups.inc()
             return True

@@ -12,11 +12,17 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controller.resources import CHILD_LABEL_SELECTOR, TFJOBS, job_key_of_child, job_label_index
+from controller.resources import (
+    CHILD_LABEL_SELECTOR,
+    TFJOBS,
+    job_key_of_child,
+    job_label_index,
+    podgroup_resource,
+)
 from controller.writes import OwnWrites
 from kube.api import KubeApi
 from kube.reflector import Reflector
-from kube.resources import PODGROUPS_V1BETA1, PODS, PRIORITY_CLASSES, SERVICES, Resource
+from kube.resources import PODS, PRIORITY_CLASSES, SERVICES, Resource
 from kube.store import Store, object_key
 from tfjob.planner import Observed
 from tfjob.settings import Settings
@@ -79,8 +85,9 @@ class JobCaches:
                 watch_timeout_seconds=watch_timeout_seconds,
             ),
         ]
-        if settings.volcano:
-            self.reflectors.append(reflector(PODGROUPS_V1BETA1, self.podgroups, child=True))
+        self.podgroup_resource = podgroup_resource(settings)
+        if settings.gang_enabled:
+            self.reflectors.append(reflector(self.podgroup_resource, self.podgroups, child=True))
 
     # -- events -> keys ----------------------------------------------------------------------
 
@@ -132,7 +139,7 @@ class JobCaches:
         key = f"{namespace}/{name}"
         pods = self.writes.view_owned(PODS.plural, uid, self.pods.by_index(JOB_INDEX, key))
         services = self.writes.view_owned(SERVICES.plural, uid, self.services.by_index(JOB_INDEX, key))
-        podgroup = self.writes.view(PODGROUPS_V1BETA1.plural, namespace, name, self.podgroups.get(key))
+        podgroup = self.writes.view(self.podgroup_resource.plural, namespace, name, self.podgroups.get(key))
         priority_values = {
             str(_meta(pc).get("name")): _priority_value(pc) for pc in self.priority_classes.list()
         }

@@ -65,7 +65,7 @@ class Controller:
         self.status_writer = StatusWriter(api, self.writes, self.metrics)
         self.reconciler = Reconciler(
             self.caches,
-            ActionRunner(api, self.writes, self.metrics),
+            ActionRunner(api, self.writes, self.metrics, config.settings),
             self.status_writer,
             self._record_event,
             self.metrics,

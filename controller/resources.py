@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kube.resources import Resource
+from kube.resources import PODGROUPS_V1BETA1, Resource
 from tfjob.constants import (
     API_VERSION,
     CONTROLLER_NAME,
@@ -16,8 +16,15 @@ from tfjob.constants import (
     PLURAL,
     VERSION,
 )
+from tfjob.settings import Settings
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)
+SCHEDULER_PLUGINS_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+
+
+def podgroup_resource(settings: Settings) -> Resource:
+    """Volcano's PodGroup (``scheduling.volcano.sh/v1beta1``) or scheduler-plugins' (reference §6.1)."""
+    return PODGROUPS_V1BETA1 if settings.volcano else SCHEDULER_PLUGINS_PODGROUPS
 
 # The selector for the pods and services the controller makes (reference §3.1 step 5.2).
 CHILD_LABEL_SELECTOR = f"{LABEL_OPERATOR_NAME}={CONTROLLER_NAME}"
