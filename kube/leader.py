@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import datetime
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -115,7 +116,8 @@ class LeaderElector:
         while True:
             if await self._try_acquire_or_renew():
                 return
-            await asyncio.sleep(self._retry_period)
+            # Jitter keeps a crowd of candidates from hitting the Lease in lockstep.
+            await asyncio.sleep(self._retry_period * random.uniform(1.0, 1.2))
 
     async def _renew_until_lost(self, task: asyncio.Task[None]) -> None:
         last_renew = time.monotonic()
