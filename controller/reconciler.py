@@ -2,13 +2,15 @@
 
 The pass never decides anything itself: ``tfjob.planner.plan`` does, from the cached job and its
 children (corrected by the controller's own writes). Actions run in plan order (so the PodGroup
-exists before any pod); the first one that fails ends the pass with an error, and the work queue
+exists before any pod), except that a run of pod and service creates goes out concurrently; a
+failed action ends the pass with an error once its batch is done, and the work queue
 retries the key with backoff. Nothing half-made is remembered: the next pass plans again from
 what it observes. The status is written only after every action succeeded, and only if changed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -16,19 +18,41 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.actions import ActionFailed, ActionRunner
+from controller.actions import ActionFailed, ActionRunner, Outcome
 from controller.caches import JobCaches
 from controller.metrics import ControllerMetrics
 from controller.status import StatusWriter
 from kube.logs import log_fields
-from tfjob.planner import plan
-from tfjob.planner.actions import Event
+from tfjob.planner import Observed, plan
+from tfjob.planner.actions import Action, CreatePod, CreateService, Event
 from tfjob.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 # (involved object, event) -> None; the recorder aggregates repeats (D10).
 RecordEvent = Callable[[Mapping[str, Any], Event], None]
+
+
+# Pods and services of different replicas do not depend on each other, so a run of their creates
+# goes out at once; everything else (the PodGroup first of all) keeps plan order.
+_PARALLEL = (CreatePod, CreateService)
+
+
+def batches(actions: tuple[Action, ...]) -> list[tuple[Action, ...]]:
+    """Split the plan into batches: runs of pod/service creates together, anything else alone."""
+    grouped: list[tuple[Action, ...]] = []
+    run: list[Action] = []
+    for action in actions:
+        if isinstance(action, _PARALLEL):
+            run.append(action)
+            continue
+        if run:
+            grouped.append(tuple(run))
+            run = []
+        grouped.append((action,))
+    if run:
+        grouped.append(tuple(run))
+    return grouped
 
 
 @dataclass(frozen=True)
@@ -81,11 +105,8 @@ class Reconciler:
             namespace = str(metadata.get("namespace") or "")
             writes = 0
             try:
-                for action in result.actions:
-                    outcome = await self._runner.run(observed, action)
-                    writes += int(outcome.wrote)
-                    if outcome.event is not None:
-                        self._record(job, outcome.event)
+                for batch in batches(result.actions):
+                    writes += await self._run_batch(job, observed, batch)
             except ActionFailed as failure:
                 logger.warning("action failed: %s", failure)
                 if failure.event is not None:
@@ -106,6 +127,26 @@ class Reconciler:
                     "written" if status_written else "unchanged",
                 )
             return PassResult(result.requeue_after, writes, status_written)
+
+    async def _run_batch(self, job: Mapping[str, Any], observed: Observed, batch: tuple[Action, ...]) -> int:
+        """Run one batch concurrently; record every outcome; raise the first failure, if any."""
+        results = await asyncio.gather(
+            *(self._runner.run(observed, action) for action in batch), return_exceptions=True
+        )
+        writes = 0
+        failure: BaseException | None = None
+        for outcome in results:
+            if isinstance(outcome, Outcome):
+                writes += int(outcome.wrote)
+                if outcome.event is not None:
+                    self._record(job, outcome.event)
+            elif failure is None:
+                failure = outcome
+            elif isinstance(outcome, ActionFailed) and outcome.event is not None:
+                self._record(job, outcome.event)
+        if failure is not None:
+            raise failure
+        return writes
 
     def _record_all(self, job: Mapping[str, Any], events: tuple[Event, ...]) -> None:
         for event in events:

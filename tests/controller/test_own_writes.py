@@ -10,7 +10,10 @@ from controller.writes import OwnWrites, version_at_least
 def pod(name: str, uid: str, rv: str, owner: str = "job-uid", **status: Any) -> dict[str, Any]:
     return {
         "metadata": {
-            "name": name, "namespace": "ns", "uid": uid, "resourceVersion": rv,
+            "name": name,
+            "namespace": "ns",
+            "uid": uid,
+            "resourceVersion": rv,
             "ownerReferences": [{"kind": "TFJob", "uid": owner, "controller": True}],
         },
         "status": dict(status),
