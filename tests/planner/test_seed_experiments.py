@@ -28,7 +28,12 @@ def _start(cluster: Cluster) -> None:
     assert sorted(a.name for a in admitted.actions if isinstance(a, CreateService)) == PODS
     assert cluster.job is not None and cluster.job["status"]["startTime"] == "2026-11-29T10:41:01Z"
     cluster.set_podgroup_phase("Running")
+    assert cluster.reconcile(at(1.5)).actions == ()
+    for name in PODS:  # scheduled on las1, then ContainerCreating: nothing to do, nothing to write
+        cluster.set_pod(name, "Pending")
+    writes = cluster.status_writes
     assert cluster.reconcile(at(2)).actions == ()
+    assert cluster.status_writes == writes
     for name in PODS:
         cluster.set_pod(name, "Running")
     cluster.reconcile(at(3))

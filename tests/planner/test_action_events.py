@@ -1,0 +1,45 @@
+"""Each action names the event the controller reports once it has carried it out (reference §7.2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfjob.planner import (
+    Action,
+    CreatePod,
+    CreatePodGroup,
+    CreateService,
+    DeleteJob,
+    DeletePod,
+    DeletePodGroup,
+    DeleteService,
+    Event,
+    PatchPodGroup,
+)
+
+POD = {"metadata": {"name": "tj-worker-0"}}
+
+
+@pytest.mark.parametrize(
+    ("action", "success", "failure"),
+    [
+        (CreatePod(POD), Event("Normal", "SuccessfulCreatePod", "Created pod: tj-worker-0"),
+         Event("Warning", "FailedCreatePod", "Error creating: boom")),
+        (DeletePod("tj-worker-0", "u"), Event("Normal", "SuccessfulDeletePod", "Deleted pod: tj-worker-0"),
+         Event("Warning", "FailedDeletePod", "Error deleting: boom")),
+        (CreateService(POD), Event("Normal", "SuccessfulCreateService", "Created service: tj-worker-0"),
+         Event("Warning", "FailedCreateService", "Error creating: boom")),
+        (DeleteService("tj-worker-0"),
+         Event("Normal", "SuccessfulDeleteService", "Deleted service: tj-worker-0"),
+         Event("Warning", "FailedDeleteService", "Error deleting: boom")),
+        (DeletePodGroup("tj"), Event("Normal", "SuccessfulDeletePodGroup", "Deleted PodGroup: tj"),
+         Event("Warning", "FailedDeletePodGroup", "Error deleting: boom")),
+        (DeleteJob("tj", "u"), Event("Normal", "SuccessfulDeleteJob", "Deleted job: tj"),
+         Event("Warning", "FailedDeleteJob", "Error deleting: boom")),
+        (CreatePodGroup({"metadata": {"name": "tj"}}), None, None),
+        (PatchPodGroup("tj", {"spec": {"minMember": 2}}), None, None),
+    ],
+)  # fmt: skip
+def test_action_events(action: Action, success: Event | None, failure: Event | None) -> None:
+    assert action.success_event() == success
+    assert action.failure_event("boom") == failure
