@@ -1,0 +1,161 @@
+"""Least-privilege RBAC: exactly the verbs the code uses, in both scopes, and docs/rbac.md agrees."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .render import find_objects, is_test_hook, render_chart
+from .scenarios import SCENARIOS
+
+NAMESPACE = "tfgang"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "rbac.md"
+
+# (where, apiGroup, resource, verb, resourceName); "*" = every namespace (ClusterRole),
+# otherwise the namespace of the Role; "" resourceName = any object.
+Grant = tuple[str, str, str, str, str]
+
+LEASE = "1ca428e5.training-operator.kubeflow.org"
+
+
+def _controller_grants(where: str) -> set[Grant]:
+    namespaced = {
+        ("kubeflow.org", "tfjobs", "get list watch delete"),
+        ("kubeflow.org", "tfjobs/status", "patch"),
+        ("", "pods", "get list watch create delete"),
+        ("", "services", "get list watch create delete"),
+        ("scheduling.volcano.sh", "podgroups", "get list watch create patch delete"),
+        ("", "events", "create patch"),
+    }
+    grants = {
+        (where, group, resource, verb, "") for group, resource, verbs in namespaced for verb in verbs.split()
+    }
+    grants |= {("*", "scheduling.k8s.io", "priorityclasses", verb, "") for verb in ("get", "list", "watch")}
+    grants |= {
+        (NAMESPACE, "coordination.k8s.io", "leases", "create", ""),
+        (NAMESPACE, "coordination.k8s.io", "leases", "get", LEASE),
+        (NAMESPACE, "coordination.k8s.io", "leases", "update", LEASE),
+    }
+    return grants
+
+
+def _webhook_grants(where: str, self_managed: bool) -> set[Grant]:
+    grants = {(where, "kubeflow.org", "tfjobs", verb, "") for verb in ("get", "list", "watch")}
+    grants |= {(where, "", "events", verb, "") for verb in ("create", "patch")}
+    if self_managed:
+        grants |= {
+            (NAMESPACE, "", "secrets", "create", ""),
+            (NAMESPACE, "", "secrets", "get", "tfgang-webhook-tls"),
+            (NAMESPACE, "", "secrets", "update", "tfgang-webhook-tls"),
+        }
+        for kind in ("mutating", "validating"):
+            grants |= {
+                ("*", "admissionregistration.k8s.io", f"{kind}webhookconfigurations", verb, f"tfgang-{kind}")
+                for verb in ("get", "patch")
+            }
+    return grants
+
+
+def granted(objects: list[dict[str, Any]], service_account: str) -> set[Grant]:
+    """Every (where, group, resource, verb, name) the chart's bindings give ``service_account``."""
+    roles = {
+        (o["kind"], o["metadata"].get("namespace", "*"), o["metadata"]["name"]): o
+        for o in objects
+        if o["kind"] in ("Role", "ClusterRole") and not is_test_hook(o)
+    }
+    grants: set[Grant] = set()
+    for binding in objects:
+        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding") or is_test_hook(binding):
+            continue
+        subjects = {(s["kind"], s["name"], s.get("namespace")) for s in binding["subjects"]}
+        if ("ServiceAccount", service_account, NAMESPACE) not in subjects:
+            continue
+        where = binding["metadata"].get("namespace", "*")
+        ref = binding["roleRef"]
+        role = roles[(ref["kind"], where if ref["kind"] == "Role" else "*", ref["name"])]
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        for name in rule.get("resourceNames", [""]):
+                            grants.add((where, group, resource, verb, name))
+    return grants
+
+
+@pytest.mark.parametrize(
+    ("scenario", "where", "self_managed"),
+    [
+        ("defaults", "*", True),
+        ("cert-manager", "*", False),
+        ("user-secret", "*", False),
+        ("namespace-scoped", "team-a", True),
+    ],
+)
+def test_each_component_gets_exactly_the_permissions_its_code_uses(
+    scenario: str, where: str, self_managed: bool
+) -> None:
+    objects = render_chart(SCENARIOS[scenario], NAMESPACE)
+    assert granted(objects, "tfgang-controller") == _controller_grants(where)
+    assert granted(objects, "tfgang-webhook") == _webhook_grants(where, self_managed)
+
+
+def test_no_rule_uses_wildcards_or_escalating_verbs() -> None:
+    for scenario in SCENARIOS.values():
+        for role in render_chart(scenario, NAMESPACE):
+            for rule in role.get("rules", []):
+                for field in ("apiGroups", "resources", "verbs"):
+                    assert "*" not in rule[field]
+                assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"])
+
+
+def test_namespace_scoped_mode_binds_only_roles_in_the_watched_namespace_apart_from_cluster_reads() -> None:
+    objects = render_chart(SCENARIOS["namespace-scoped"], NAMESPACE)
+    for account in ("tfgang-controller", "tfgang-webhook"):
+        cluster_wide = {grant for grant in granted(objects, account) if grant[0] == "*"}
+        assert {resource for _, _, resource, _, _ in cluster_wide} <= {
+            "priorityclasses",
+            "mutatingwebhookconfigurations",
+            "validatingwebhookconfigurations",
+        }
+    env = {
+        e["name"]: e.get("value")
+        for d in find_objects(objects, "Deployment")
+        for c in d["spec"]["template"]["spec"]["containers"]
+        for e in c["env"]
+    }
+    assert env["TFGANG_NAMESPACE"] == "team-a"
+
+
+def test_service_accounts_can_be_brought_by_the_user() -> None:
+    values = {"controller": {"serviceAccount": {"create": False, "name": "ops-controller"}}}
+    objects = render_chart(values, NAMESPACE)
+    assert not find_objects(objects, "ServiceAccount", "tfgang-controller")
+    assert granted(objects, "ops-controller") == _controller_grants("*")
+
+
+def _documented_grants() -> set[tuple[str, str, str, str]]:
+    """(component, apiGroup, resource, verb) rows of the permission tables in docs/rbac.md."""
+    rows: set[tuple[str, str, str, str]] = set()
+    pattern = re.compile(
+        r"^\|\s*(controller|webhook)\s*\|\s*`([^`]*)`\s*\|\s*`([^`]+)`\s*\|\s*([a-z, ]+?)\s*\|"
+    )
+    for line in DOCS.read_text().splitlines():
+        match = pattern.match(line)
+        if match:
+            component, group, resource, verbs = match.groups()
+            group = "" if group == "core" else group
+            rows |= {(component, group, resource, verb.strip()) for verb in verbs.split(",")}
+    return rows
+
+
+def test_docs_list_exactly_the_rendered_permissions() -> None:
+    objects = render_chart(None, NAMESPACE)
+    rendered = {
+        (component, group, resource, verb)
+        for component in ("controller", "webhook")
+        for _, group, resource, verb, _ in granted(objects, f"tfgang-{component}")
+    }
+    assert _documented_grants() == rendered
