@@ -1,0 +1,122 @@
+"""``tfgang-webhook``: run the admission webhook until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry
+
+from certs.keeper import KeeperSettings
+from kube.api import KubeApi
+from kube.client import make_api_client
+from kube.errors import ConfigError
+from kube.logs import configure_json_logging
+from kube.ops import OpsServer
+from webhook.app import build_app
+from webhook.cache import TFJobCache
+from webhook.certmanage import SelfManagedCertificates
+from webhook.config import WebhookConfig, parse_config
+from webhook.metrics import WebhookMetrics
+from webhook.server import HttpsServer
+from webhook.tls import CertificateReloader
+
+logger = logging.getLogger(__name__)
+
+
+async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
+    """Run every part of the webhook until ``stop`` is set."""
+    registry = CollectorRegistry()
+    metrics = WebhookMetrics(registry)
+
+    def certificate_loaded(not_after: datetime.datetime) -> None:
+        metrics.certificate_expiry.set(not_after.timestamp())
+        metrics.certificate_reloads.inc()
+
+    reloader = CertificateReloader(config.cert_dir, on_reload=certificate_loaded)
+    reloader.reload_if_changed()
+    client = await make_api_client(config.kubeconfig)
+    api = KubeApi(client, user_agent="tfgang-webhook", request_timeout=config.api_timeout)
+    cache = TFJobCache(api, namespace=config.namespace)
+    metrics.cached_tfjobs.set_function(lambda: len(cache.store))
+    shutting_down = False
+
+    ops = OpsServer(registry, host=config.host, port=config.ops_port)
+    ops.add_readiness_check("certificate", lambda: reloader.loaded)
+    ops.add_readiness_check("tfjob-cache", lambda: cache.synced)
+    ops.add_readiness_check("not-shutting-down", lambda: not shutting_down)
+    background = [cache.run(), reloader.watch(config.cert_poll_interval)]
+    if config.self_managed is not None:
+        managed = config.self_managed
+        self_managed = SelfManagedCertificates(
+            api,
+            KeeperSettings(
+                secret_name=managed.secret,
+                namespace=managed.secret_namespace,
+                service=managed.service,
+                mutating_webhook_configurations=managed.mutating_webhook_configurations,
+                validating_webhook_configurations=managed.validating_webhook_configurations,
+                renew_before=datetime.timedelta(days=managed.renew_before_days),
+            ),
+            config.cert_dir,
+            reloader,
+            check_interval=managed.check_interval,
+        )
+        ops.add_readiness_check("certificate-secret", lambda: self_managed.ready)
+        background.append(self_managed.run())
+
+    server = HttpsServer(
+        build_app(cache, config.settings, metrics, max_body_bytes=config.max_body_bytes),
+        reloader.context,
+        host=config.host,
+        port=config.port,
+    )
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            running = [tasks.create_task(coroutine) for coroutine in background]
+            try:
+                await ops.start()
+                await server.start()
+                await stop.wait()
+                logger.info("stopping: unready for %.1fs, then closing", config.shutdown_delay)
+                shutting_down = True
+                await asyncio.sleep(config.shutdown_delay)
+            finally:
+                await server.stop()
+                await ops.stop()
+                for task in running:
+                    task.cancel()
+    finally:
+        await api.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    config = parse_config(argv)
+    configure_json_logging(config.log_level)
+    try:
+        asyncio.run(_run(config))
+    except ConfigError as exc:
+        logger.error("cannot start: %s", exc)
+        return 1
+    except OSError as exc:
+        logger.error("cannot serve: %s", exc)
+        return 1
+    return 0
+
+
+async def _run(config: WebhookConfig) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop.set)
+    await serve(config, stop)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

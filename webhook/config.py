@@ -1,0 +1,181 @@
+"""``tfgang-webhook`` flags; each one may also come from ``TFGANG_<FLAG>`` (the flag wins).
+
+Self-managed certificates are on when ``--cert-secret`` (``TFGANG_CERT_SECRET``) is given or
+``--self-managed`` is set: the webhook then keeps that Secret and the named webhook
+configurations' caBundle current and writes the certificate into ``--cert-dir`` itself. Otherwise
+someone else (cert-manager, a mounted Secret, ``tfgang-certs issue``) provides the files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from certs.expiry import DEFAULT_RENEW_BEFORE
+from tfjob.constants import VOLCANO_SCHEDULER_NAME
+from tfjob.settings import Settings
+from webhook.app import DEFAULT_MAX_BODY_BYTES
+
+ENV_PREFIX = "TFGANG_"
+DEFAULT_CERT_SECRET = "tfgang-webhook-certs"
+DEFAULT_SERVICE_NAME = "tfgang-webhook"
+
+
+@dataclass(frozen=True)
+class SelfManagedSettings:
+    secret: str
+    secret_namespace: str
+    service: str
+    mutating_webhook_configurations: tuple[str, ...]
+    validating_webhook_configurations: tuple[str, ...]
+    renew_before_days: int
+    check_interval: float
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    cert_dir: str
+    kubeconfig: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 9443
+    ops_port: int = 8081
+    namespace: str | None = None
+    settings: Settings = field(default_factory=Settings)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    cert_poll_interval: float = 10.0
+    api_timeout: float = 3.0
+    shutdown_delay: float = 0.0
+    log_level: str = "INFO"
+    self_managed: SelfManagedSettings | None = None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfgang-webhook",
+        description="TFJob admission webhook: TF_CONFIG and gang scheduling for pods, TFJob validation.",
+        epilog="Every flag may also be given as TFGANG_<FLAG> (e.g. TFGANG_CERT_DIR); the flag wins.",
+    )
+    add = parser.add_argument
+    add("--kubeconfig", default=None, help="kubeconfig file (default: the in-cluster service account)")
+    add("--cert-dir", default=None, help="directory with tls.crt and tls.key (required)")
+    add("--host", default="0.0.0.0", help="address to serve HTTPS on")
+    add("--port", type=int, default=9443, help="HTTPS port for /mutate-pods and /validate-tfjobs")
+    add("--ops-port", type=int, default=8081, help="plain-HTTP port for /healthz, /readyz, /metrics")
+    add("--namespace", default=None, help="only cache TFJobs of this namespace (default: all)")
+    add(
+        "--gang-scheduler-name",
+        default=VOLCANO_SCHEDULER_NAME,
+        help="volcano, another scheduler, or '' for none",
+    )
+    add(
+        "--cluster-domain", default="", help="appended after .svc in TF_CONFIG addresses (e.g. cluster.local)"
+    )
+    add("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="larger bodies get 413")
+    add("--cert-poll-interval", type=float, default=10.0, help="seconds between certificate file checks")
+    add("--api-timeout", type=float, default=3.0, help="seconds for a TFJob GET on a cache miss")
+    add("--shutdown-delay", type=float, default=0.0, help="seconds to stay up unready after SIGTERM")
+    add("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    group = parser.add_argument_group("self-managed certificates")
+    group.add_argument(
+        "--self-managed", action="store_true", default=False, help="manage the certificate Secret"
+    )
+    group.add_argument(
+        "--cert-secret",
+        default=None,
+        help=f"Secret name (enables self-managed; default {DEFAULT_CERT_SECRET})",
+    )
+    group.add_argument(
+        "--cert-secret-namespace", default=None, help="its namespace (default: $POD_NAMESPACE)"
+    )
+    group.add_argument("--service-name", default=DEFAULT_SERVICE_NAME, help="the webhook Service's name")
+    group.add_argument(
+        "--mutating-webhook-configuration",
+        action="append",
+        default=None,
+        help="inject caBundle here (repeatable)",
+    )
+    group.add_argument(
+        "--validating-webhook-configuration",
+        action="append",
+        default=None,
+        help="inject caBundle here (repeatable)",
+    )
+    group.add_argument(
+        "--renew-before-days", type=int, default=DEFAULT_RENEW_BEFORE.days, help="renewal margin"
+    )
+    group.add_argument(
+        "--cert-check-interval", type=float, default=600.0, help="seconds between Secret checks"
+    )
+    return parser
+
+
+def parse_config(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> WebhookConfig:
+    parser = build_parser()
+    environ = os.environ if environ is None else environ
+    args = parser.parse_args(argv)
+    _apply_environment(parser, args, environ)
+    if not args.cert_dir:
+        parser.error("--cert-dir (or TFGANG_CERT_DIR) is required")
+    for flag in ("port", "ops_port"):
+        if not 0 <= getattr(args, flag) <= 65535:
+            parser.error(f"--{flag.replace('_', '-')} must be a TCP port")
+    if args.max_body_bytes < 1024:
+        parser.error("--max-body-bytes must be at least 1024")
+    self_managed = None
+    if args.self_managed or args.cert_secret:
+        namespace = args.cert_secret_namespace or environ.get("POD_NAMESPACE") or args.namespace
+        if not namespace:
+            parser.error("self-managed certificates need --cert-secret-namespace (or POD_NAMESPACE)")
+        self_managed = SelfManagedSettings(
+            secret=args.cert_secret or DEFAULT_CERT_SECRET,
+            secret_namespace=namespace,
+            service=args.service_name,
+            mutating_webhook_configurations=tuple(args.mutating_webhook_configuration or ()),
+            validating_webhook_configurations=tuple(args.validating_webhook_configuration or ()),
+            renew_before_days=args.renew_before_days,
+            check_interval=args.cert_check_interval,
+        )
+    return WebhookConfig(
+        cert_dir=args.cert_dir,
+        kubeconfig=args.kubeconfig or None,
+        host=args.host,
+        port=args.port,
+        ops_port=args.ops_port,
+        namespace=args.namespace or None,
+        settings=Settings(gang_scheduler_name=args.gang_scheduler_name, cluster_domain=args.cluster_domain),
+        max_body_bytes=args.max_body_bytes,
+        cert_poll_interval=args.cert_poll_interval,
+        api_timeout=args.api_timeout,
+        shutdown_delay=args.shutdown_delay,
+        log_level=args.log_level.upper(),
+        self_managed=self_managed,
+    )
+
+
+def _apply_environment(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str]
+) -> None:
+    for action in parser._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        variable = ENV_PREFIX + action.dest.upper()
+        value = environ.get(variable)
+        if value is None or getattr(args, action.dest) != action.default:
+            continue
+        converted: object
+        if isinstance(action, argparse._StoreTrueAction):
+            converted = value.strip().lower() in ("1", "true", "yes", "on")
+        elif isinstance(action, argparse._AppendAction):
+            converted = [item.strip() for item in value.split(",") if item.strip()]
+        elif action.type in (int, float):
+            try:
+                converted = action.type(value)  # type: ignore[misc]
+            except ValueError:
+                parser.error(f"{variable}={value!r} is not a number")
+        else:
+            converted = value
+        setattr(args, action.dest, converted)
