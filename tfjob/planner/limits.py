@@ -27,7 +27,7 @@ from tfjob.constants import COND_FAILED, REASON_FAILED
 from tfjob.planner.facts import JobFacts
 from tfjob.planner.replicas import ReplicaAnalysis
 from tfjob.planner.status import Verdict
-from tfjob.wire import JobStatus, ReplicaStatus
+from tfjob.wire import JobStatus
 
 
 def backoff_verdict(facts: JobFacts) -> Verdict:
@@ -84,8 +84,3 @@ def deadline_at(facts: JobFacts, start_time: datetime | None) -> datetime | None
     if facts.active_deadline_seconds is None or start_time is None:
         return None
     return start_time + timedelta(seconds=facts.active_deadline_seconds)
-
-
-def replica_statuses_copy(status: JobStatus) -> dict[str, ReplicaStatus]:
-    found = status.get("replicaStatuses")
-    return dict(found) if isinstance(found, dict) else {}

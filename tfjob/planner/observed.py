@@ -116,10 +116,6 @@ class ReplicaSlices:
         found = self.at(index)
         return found[0] if len(found) == 1 else None
 
-    def singles(self) -> list[tuple[int, Mapping[str, Any]]]:
-        """Every object alone at its index, in or out of range, by index."""
-        return [(index, found[0]) for index, found in sorted(self.by_index.items()) if len(found) == 1]
-
     def duplicated_indices(self) -> list[int]:
         return sorted(index for index, found in self.by_index.items() if len(found) > 1)
 

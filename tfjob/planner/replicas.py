@@ -40,7 +40,7 @@ from tfjob.wire import ReplicaStatus
 
 logger = logging.getLogger(__name__)
 
-Pod = Mapping[str, Any]
+ObservedPod = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -67,14 +67,14 @@ class ReplicaAnalysis:
 
     replica: ReplicaFacts
     missing: tuple[int, ...]  # in-range indices without a pod
-    scale_down: tuple[Pod, ...]  # out-of-range pods to delete
-    restarts: tuple[Pod, ...]  # Failed pods to delete and recreate
-    exit_code_failures: tuple[Pod, ...]  # ExitCode pods that failed with a permanent code
-    permanent_failures: tuple[Pod, ...]  # Failed pods whose policy does not restart them
+    scale_down: tuple[ObservedPod, ...]  # out-of-range pods to delete
+    restarts: tuple[ObservedPod, ...]  # Failed pods to delete and recreate
+    exit_code_failures: tuple[ObservedPod, ...]  # ExitCode pods that failed with a permanent code
+    permanent_failures: tuple[ObservedPod, ...]  # Failed pods whose policy does not restart them
     terminating_failed: int  # Failed pods already on their way out (a restart in flight)
     counts: ReplicaCounts
     running_restarts: int  # in-place restarts of Running pods, for backoffLimit
-    active_pods: tuple[Pod, ...]
+    active_pods: tuple[ObservedPod, ...]
 
     @property
     def rtype(self) -> str:
@@ -85,7 +85,7 @@ class ReplicaAnalysis:
         return bool(self.restarts) or self.terminating_failed > 0
 
 
-def restarts_failed_pod(policy: str, pod: Pod) -> bool:
+def restarts_failed_pod(policy: str, pod: ObservedPod) -> bool:
     """Whether a pod in phase Failed is deleted and recreated under its replica restartPolicy."""
     if policy in (RESTART_ON_FAILURE, RESTART_ALWAYS):
         return True
@@ -96,11 +96,11 @@ def restarts_failed_pod(policy: str, pod: Pod) -> bool:
 
 def analyse_replica(replica: ReplicaFacts, slices: ReplicaSlices) -> ReplicaAnalysis:
     missing: list[int] = []
-    scale_down: list[Pod] = []
-    restarts: list[Pod] = []
-    exit_code_failures: list[Pod] = []
-    permanent_failures: list[Pod] = []
-    active_pods: list[Pod] = []
+    scale_down: list[ObservedPod] = []
+    restarts: list[ObservedPod] = []
+    exit_code_failures: list[ObservedPod] = []
+    permanent_failures: list[ObservedPod] = []
+    active_pods: list[ObservedPod] = []
     terminating_failed = 0
     active = succeeded = failed = running_restarts = 0
     for index in slices.duplicated_indices():

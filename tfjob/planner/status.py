@@ -13,8 +13,11 @@ The replica types are walked in the fixed order Chief, Evaluator, Master, PS, Wo
   ``enableDynamicWorker``.
 
 D6: the walk stops at the first terminal verdict, so Succeeded and Failed never both appear.
-D5: Restarting is only asserted while a pod of that type is being restarted, and never hides a
-permanent failure: a Failed pod under ``Never`` always fails the job.
+D5: Restarting is only asserted while a pod of that type is being restarted (deleted for a
+restart in this pass, or a Failed pod still terminating), and never hides a permanent failure:
+a Failed pod under ``Never`` always fails the job, whatever conditions came before. Once no pod
+is being restarted nothing re-asserts it; it stays the job's state only until the replacement
+(or another pod of the deciding type) runs and ``Running`` takes its place, or the job ends.
 """
 
 from __future__ import annotations

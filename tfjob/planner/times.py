@@ -27,8 +27,3 @@ def parse_time(text: object) -> datetime | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
-
-
-def seconds_until(deadline: datetime, now: datetime) -> float:
-    """Seconds from ``now`` to ``deadline``; zero or less means the deadline has passed."""
-    return (deadline - now).total_seconds()
