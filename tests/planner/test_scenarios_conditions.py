@@ -152,7 +152,7 @@ def test_s31_chiefless_failure_before_worker_success_is_the_only_terminal_d6() -
     assert "TFJobSucceeded" not in [event.reason for event in result.events]
 
 
-def test_s32_zero_workers_succeeds_on_the_first_pass() -> None:
+def test_s32_zero_workers_succeeds_on_the_first_pass_and_creates_nothing_d6() -> None:
     job = make_job({"Worker": replica(0), "PS": replica(1)})
     result = run(job)
     assert conditions_of(result) == [("Created", "True"), ("Succeeded", "True")]

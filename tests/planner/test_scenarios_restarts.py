@@ -157,7 +157,7 @@ def test_s39_recorded_recreations_count_toward_backoff_limit_d2() -> None:
     assert conditions_of(result)[-1] == ("Failed", "True")
 
 
-def test_s40_backoff_limit_zero_fails_on_the_first_failed_pod() -> None:
+def test_s40_backoff_limit_zero_fails_on_the_first_failed_pod_and_deletes_pods_d3() -> None:
     job = make_job(
         {"Worker": replica(2, "Never")},
         run_policy={"backoffLimit": 0},
@@ -188,7 +188,7 @@ def test_s41_exit_code_recreations_count_toward_backoff_limit_d2() -> None:
     assert cluster.pods == {}
 
 
-def test_s42_active_deadline_is_a_timer_d1() -> None:
+def test_s42_active_deadline_is_a_timer_and_deletes_pods_d1_d3() -> None:
     job = make_job({"Worker": replica(1)}, run_policy={"activeDeadlineSeconds": 60})
     cluster = Cluster(job, NO_GANG)
     first = cluster.reconcile(at(0))
