@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -51,7 +52,7 @@ def make_job(
     name: str = "tj",
     namespace: str = "ns",
     run_policy: dict[str, Any] | None = None,
-    status: dict[str, Any] | None = None,
+    status: Mapping[str, Any] | None = None,
     annotations: dict[str, str] | None = None,
     **spec_fields: Any,
 ) -> TFJob:

@@ -97,7 +97,7 @@ class Cluster:
             self.podgroup["metadata"]["creationTimestamp"] = format_time(self.now)
         elif isinstance(action, PatchPodGroup):
             assert self.podgroup is not None
-            self.podgroup["spec"].update(action.patch.get("spec", {}))  # type: ignore[typeddict-item]
+            self.podgroup["spec"].update(action.patch.get("spec", {}))
         elif isinstance(action, DeletePodGroup):
             assert self.podgroup is not None
             self.podgroup = None
@@ -128,6 +128,11 @@ class Cluster:
             restarts=restarts,
         )
         found["status"] = {"phase": phase, "containerStatuses": [state]}
+
+    def set_replicas(self, rtype: str, replicas: int) -> None:
+        assert self.job is not None
+        specs: Any = self.job["spec"]["tfReplicaSpecs"]
+        specs[rtype]["replicas"] = replicas
 
     def finish_deletions(self) -> None:
         for name in [name for name, found in self.pods.items() if found["metadata"].get("deletionTimestamp")]:

@@ -87,7 +87,7 @@ def _job(spec: dict[str, Any]) -> Any:
     for key, field in fields.items():
         if spec[key] is not None:
             run_policy[field] = spec[key]
-    extra = {"successPolicy": "AllWorkers"} if spec["all_workers"] else {}
+    extra: dict[str, Any] = {"successPolicy": "AllWorkers"} if spec["all_workers"] else {}
     return make_job(replicas, run_policy=run_policy, **extra)
 
 
@@ -108,9 +108,8 @@ def _move(cluster: Cluster, move: tuple[Any, ...]) -> None:
     elif kind == "suspend" and cluster.job is not None:
         cluster.job["spec"].setdefault("runPolicy", {})["suspend"] = move[1]
     elif kind == "scale" and cluster.job is not None:
-        specs = cluster.job["spec"]["tfReplicaSpecs"]
-        if "Worker" in specs:
-            specs["Worker"]["replicas"] = move[1]
+        if "Worker" in cluster.job["spec"]["tfReplicaSpecs"]:
+            cluster.set_replicas("Worker", move[1])
     elif kind == "wait":
         cluster.now = cluster.now + (at(move[1]) - at(0))
 

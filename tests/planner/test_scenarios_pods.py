@@ -90,14 +90,14 @@ def test_s20_scale_down_deletes_the_index_and_does_not_fail_the_job_d4() -> None
     for name in ("tj-worker-0", "tj-worker-1", "tj-worker-2"):
         cluster.set_pod(name, "Running")
     cluster.reconcile()
-    assert cluster.job is not None
-    cluster.job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 2
+    cluster.set_replicas("Worker", 2)
     shrink = cluster.reconcile()
     assert action_names(shrink) == ["DeletePod:tj-worker-2", "DeleteService:tj-worker-2"]
     assert cluster.pods["tj-worker-2"]["metadata"].get("deletionTimestamp")  # still terminating, Running
     after = cluster.reconcile()
     assert after.actions == ()
     assert cluster.conditions == [("Created", "True"), ("Running", "True")]
+    assert cluster.job is not None
     assert cluster.job["status"]["replicaStatuses"]["Worker"] == {"active": 2}
     cluster.finish_deletions()
     assert cluster.reconcile().actions == ()  # no recreation of an out-of-range index
