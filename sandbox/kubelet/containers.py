@@ -28,6 +28,7 @@ class TerminatedWire(TypedDict):
     finishedAt: str
     containerID: NotRequired[str]
     signal: NotRequired[int]
+    message: NotRequired[str]
 
 
 class StateWire(TypedDict, total=False):
@@ -65,9 +66,14 @@ class Terminated:
     started_at: str
     finished_at: str
     signal: int | None = None
+    special_reason: str = ""
+    """Set when the container never ran, e.g. ``StartError`` for a missing executable."""
+    message: str = ""
 
     @property
     def reason(self) -> str:
+        if self.special_reason:
+            return self.special_reason
         return COMPLETED if self.exit_code == 0 else ERROR
 
 
@@ -114,6 +120,8 @@ def _state_wire(state: ContainerState | None, container_id: str) -> StateWire:
         terminated["containerID"] = container_id
     if state.signal is not None:
         terminated["signal"] = state.signal
+    if state.message:
+        terminated["message"] = state.message
     return StateWire(terminated=terminated)
 
 

@@ -1,0 +1,495 @@
+"""One pod's life on the node: create, run, restart with back-off, report, terminate, delete.
+
+The worker handles one message at a time from its inbox (container exits, timers, pod updates), so
+its state never races with itself. Every change is reported with a merge patch of ``pods/status``
+composed by ``podstatus.compose_status``; the sequence a watcher sees is the kubelet's:
+Pending (bound) -> ContainerCreating -> Running -> Completed/Error -> CrashLoopBackOff ->
+Running (restartCount n) ... and, on deletion, Terminating -> a terminal phase -> gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import datetime
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kube.api import KubeApi
+from kube.errors import ApiError, Conflict, NotFound
+from kube.patches import PatchType
+from kube.resources import CONFIGMAPS, PODS, SECRETS
+from sandbox.kubelet import backoff as bo
+from sandbox.kubelet.containers import (
+    CONTAINER_CREATING,
+    CRASH_LOOP_BACK_OFF,
+    CREATE_CONFIG_ERROR,
+    ContainerRecord,
+    Running,
+    Terminated,
+    Waiting,
+    exit_code_of,
+)
+from sandbox.kubelet.envvars import (
+    CONFIG_MAP,
+    EnvError,
+    PodFacts,
+    SourceKey,
+    command_line,
+    referenced_sources,
+    resolve_env,
+)
+from sandbox.kubelet.logstore import LogStore
+from sandbox.kubelet.nodeobject import HOST_IP
+from sandbox.kubelet.podstatus import TERMINAL_PHASES, PodView, compose_status, compute_phase, should_restart
+from sandbox.kubelet.process import ContainerProcess, StartFailed
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_GRACE_SECONDS = 30.0
+
+
+def now_text() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    state_dir: Path
+    backoff: bo.BackoffPolicy = field(default_factory=bo.BackoffPolicy)
+    start_delay: float = 0.2
+    """Seconds between the ContainerCreating report and starting the processes ("image pull")."""
+    crash_display_delay: float = 1.0
+    """Seconds after a crash before the wait is reported as CrashLoopBackOff (the kubelet's resync)."""
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    name: str
+    allocatable: Mapping[str, str]
+
+
+# -- inbox messages ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Exited:
+    container: str
+    generation: int
+    returncode: int
+
+
+@dataclass(frozen=True)
+class _ShowBackoff:
+    container: str
+    generation: int
+
+
+@dataclass(frozen=True)
+class _RestartDue:
+    container: str
+    generation: int
+
+
+@dataclass(frozen=True)
+class _PodChanged:
+    pass
+
+
+@dataclass(frozen=True)
+class _PodRemoved:
+    pass
+
+
+_Message = _Exited | _ShowBackoff | _RestartDue | _PodChanged | _PodRemoved
+
+
+@dataclass
+class _Slot:
+    spec: Mapping[str, Any]
+    record: ContainerRecord
+    process: ContainerProcess | None = None
+    generation: int = 0
+    backoff: bo.BackoffEntry | None = None
+    finished_mono: float = 0.0
+    restart_pending: bool = False
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+    def cancel_timers(self) -> None:
+        for timer in self.timers:
+            timer.cancel()
+        self.timers.clear()
+
+
+class PodWorker:
+    def __init__(
+        self,
+        api: KubeApi,
+        pod: dict[str, Any],
+        node: NodeFacts,
+        pod_ip: str,
+        logs: LogStore,
+        settings: WorkerSettings,
+    ) -> None:
+        self._api = api
+        self.pod = pod
+        self._node = node
+        self._pod_ip = pod_ip
+        self._logs = logs
+        self._settings = settings
+        self._inbox: asyncio.Queue[_Message] = asyncio.Queue()
+        meta = pod.get("metadata") or {}
+        self.namespace = str(meta.get("namespace", ""))
+        self.name = str(meta.get("name", ""))
+        self.uid = str(meta.get("uid", ""))
+        self._slots: dict[str, _Slot] = {}
+        self._start_time = now_text()
+        self._published_ip = ""
+        self._final_phase: str | None = None
+        self._gone = False
+        self._waiters: set[asyncio.Task[None]] = set()
+
+    # -- called by the agent ----------------------------------------------------------------
+
+    def update(self, pod: dict[str, Any]) -> None:
+        self.pod = pod
+        self._inbox.put_nowait(_PodChanged())
+
+    def removed(self) -> None:
+        self._inbox.put_nowait(_PodRemoved())
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    @property
+    def _key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def _deleting(self) -> bool:
+        return bool((self.pod.get("metadata") or {}).get("deletionTimestamp"))
+
+    @property
+    def _restart_policy(self) -> str:
+        return str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
+
+    def _records(self) -> tuple[ContainerRecord, ...]:
+        return tuple(slot.record for slot in self._slots.values())
+
+    async def _publish(self) -> None:
+        view = PodView(
+            self._records(),
+            HOST_IP,
+            self._start_time,
+            self._published_ip,
+            sandbox_ready=True,
+            deleting=self._deleting,
+        )
+        status = compose_status(self.pod, view, now_text(), self._final_phase)
+        try:
+            await self._api.patch(
+                PODS,
+                self.name,
+                {"status": status},
+                self.namespace,
+                patch_type=PatchType.MERGE,
+                subresource="status",
+            )
+        except NotFound:
+            self._gone = True
+        except ApiError as error:
+            logger.warning("pod %s: status write failed: %s", self._key, error)
+
+    async def _sources(self) -> dict[SourceKey, Mapping[str, str]]:
+        keys: set[SourceKey] = set()
+        for container in (self.pod.get("spec") or {}).get("containers") or []:
+            keys |= referenced_sources(container)
+        found: dict[SourceKey, Mapping[str, str]] = {}
+        for kind, name in keys:
+            try:
+                obj = await self._api.get(CONFIGMAPS if kind == CONFIG_MAP else SECRETS, name, self.namespace)
+            except NotFound:
+                continue
+            data = {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
+            if kind != CONFIG_MAP:
+                data = {k: _decode_secret(v) for k, v in data.items()}
+            found[(kind, name)] = data
+        return found
+
+    # -- the life ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            await self._live()
+        finally:
+            for slot in self._slots.values():
+                slot.cancel_timers()
+                if slot.process is not None:
+                    await slot.process.stop(0)
+            for waiter in list(self._waiters):
+                waiter.cancel()
+
+    async def _live(self) -> None:
+        phase = (self.pod.get("status") or {}).get("phase")
+        if phase in TERMINAL_PHASES:
+            self._final_phase = str(phase)
+            await self._await_deletion()
+            return
+        spec = self.pod.get("spec") or {}
+        for container in spec.get("containers") or []:
+            name = str(container.get("name", ""))
+            record = ContainerRecord(name, str(container.get("image", "")), Waiting(CONTAINER_CREATING))
+            self._slots[name] = _Slot(container, record)
+        self._logs.register_pod(self.namespace, self.name, self.uid, list(self._slots))
+        await self._publish()
+        await asyncio.sleep(self._settings.start_delay)
+        if not self._deleting and not self._gone:
+            sources = await self._sources()
+            for slot in self._slots.values():
+                await self._start(slot, sources, restart=False)
+            self._published_ip = self._pod_ip
+            await self._publish()
+        await self._event_loop()
+
+    async def _event_loop(self) -> None:
+        while not self._gone:
+            if self._deleting:
+                await self._terminate()
+                return
+            message = await self._inbox.get()
+            if isinstance(message, _PodRemoved):
+                return
+            if isinstance(message, _PodChanged):
+                continue
+            slot = self._slots.get(message.container)
+            if slot is None or message.generation != slot.generation or self._final_phase is not None:
+                continue
+            if isinstance(message, _Exited):
+                await self._on_exit(slot, message.returncode)
+            elif isinstance(message, _ShowBackoff):
+                await self._show_backoff(slot)
+            elif isinstance(message, _RestartDue):
+                ran_before = isinstance(slot.record.state, Terminated) or slot.record.last_state is not None
+                await self._start(slot, await self._sources(), restart=ran_before)
+                await self._publish()
+        # the pod is gone from the API: nothing left to report
+
+    async def _await_deletion(self) -> None:
+        while not self._gone:
+            if self._deleting:
+                await self._final_delete()
+                return
+            message = await self._inbox.get()
+            if isinstance(message, _PodRemoved):
+                return
+
+    async def _start(
+        self, slot: _Slot, sources: Mapping[SourceKey, Mapping[str, str]], *, restart: bool
+    ) -> None:
+        slot.cancel_timers()
+        slot.restart_pending = False
+        slot.generation += 1
+        old = slot.record
+        restart_count = old.restart_count + 1 if restart else old.restart_count
+        last_state = old.state if restart and isinstance(old.state, Terminated) else old.last_state
+        if restart and isinstance(old.state, Waiting) and old.last_state is not None:
+            last_state = old.last_state
+        last_id = old.container_id or old.last_container_id
+        if restart:
+            slot.backoff = bo.after_restart(slot.backoff, time.monotonic(), self._settings.backoff)
+        facts = PodFacts(self._pod_ip, HOST_IP, self._node.allocatable)
+        try:
+            env = resolve_env(self.pod, slot.spec, facts, sources)
+        except EnvError as error:
+            slot.record = replace(old, state=Waiting(CREATE_CONFIG_ERROR, str(error)))
+            logger.warning("pod %s container %s: %s", self._key, old.name, error)
+            retry = _RestartDue(old.name, slot.generation)
+            slot.timers.append(
+                asyncio.get_running_loop().call_later(
+                    self._settings.backoff.initial, self._inbox.put_nowait, retry
+                )
+            )
+            return
+        argv = command_line(slot.spec, env)
+        pod_dir = self._logs.pod_dir(self.namespace, self.name, self.uid)
+        log_path = self._logs.new_instance(self.uid, self.namespace, self.name, old.name, restart_count)
+        process_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(pod_dir),
+            "HOSTNAME": self.name,
+        }
+        process_env.update(env)
+        working_dir = Path(str(slot.spec.get("workingDir") or "")) if slot.spec.get("workingDir") else pod_dir
+        if not working_dir.is_dir():
+            working_dir = pod_dir
+        started = now_text()
+        container_id = f"sandbox://{self.uid[:8]}-{old.name}-{restart_count}"
+        try:
+            process = await ContainerProcess.start(argv, process_env, working_dir, log_path)
+        except StartFailed as error:
+            self._logs.instance_ended(self.uid, old.name)
+            failure = Terminated(128, started, now_text(), special_reason="StartError", message=str(error))
+            slot.record = ContainerRecord(
+                old.name, old.image, failure, last_state, restart_count, container_id, last_id
+            )
+            self._inbox.put_nowait(_Exited(old.name, slot.generation, 128))
+            return
+        slot.process = process
+        slot.record = ContainerRecord(
+            old.name, old.image, Running(started), last_state, restart_count, container_id, last_id
+        )
+        logger.info(
+            "pod %s container %s started (pid %d, restart %d)",
+            self._key,
+            old.name,
+            process.pid,
+            restart_count,
+        )
+        waiter = asyncio.create_task(self._watch_process(old.name, slot.generation, process))
+        self._waiters.add(waiter)
+        waiter.add_done_callback(self._waiters.discard)
+
+    async def _watch_process(self, container: str, generation: int, process: ContainerProcess) -> None:
+        returncode = await process.wait()
+        self._inbox.put_nowait(_Exited(container, generation, returncode))
+
+    async def _on_exit(self, slot: _Slot, returncode: int) -> None:
+        slot.process = None
+        slot.finished_mono = time.monotonic()
+        record = slot.record
+        self._logs.instance_ended(self.uid, record.name)
+        if isinstance(record.state, Running):
+            exit_code, signum = exit_code_of(returncode)
+            slot.record = replace(
+                record, state=Terminated(exit_code, record.state.started_at, now_text(), signum)
+            )
+        state = slot.record.state
+        if not isinstance(state, Terminated):
+            return
+        logger.info("pod %s container %s exited with %d", self._key, record.name, state.exit_code)
+        if should_restart(self._restart_policy, state.exit_code):
+            delay = bo.restart_delay(slot.backoff, slot.finished_mono, self._settings.backoff)
+            await self._publish()
+            if delay <= 0:
+                await self._start(slot, await self._sources(), restart=True)
+                await self._publish()
+                return
+            slot.restart_pending = True
+            loop = asyncio.get_running_loop()
+            show_after = min(self._settings.crash_display_delay, delay / 2)
+            generation = slot.generation
+            slot.timers.append(
+                loop.call_later(show_after, self._inbox.put_nowait, _ShowBackoff(record.name, generation))
+            )
+            slot.timers.append(
+                loop.call_later(delay, self._inbox.put_nowait, _RestartDue(record.name, generation))
+            )
+            return
+        phase = compute_phase(self._restart_policy, self._records())
+        if phase in TERMINAL_PHASES and not any(s.restart_pending for s in self._slots.values()):
+            self._final_phase = phase
+            logger.info("pod %s finished: %s", self._key, phase)
+        await self._publish()
+        if self._final_phase is not None:
+            await self._await_deletion()
+            self._gone = True
+
+    async def _show_backoff(self, slot: _Slot) -> None:
+        record = slot.record
+        if not isinstance(record.state, Terminated):
+            return
+        delay = bo.restart_delay(slot.backoff, slot.finished_mono, self._settings.backoff)
+        message = (
+            f"back-off {bo.go_duration(delay)} restarting failed container={record.name} "
+            f"pod={self.name}_{self.namespace}({self.uid})"
+        )
+        slot.record = ContainerRecord(
+            record.name,
+            record.image,
+            Waiting(CRASH_LOOP_BACK_OFF, message),
+            record.state,
+            record.restart_count,
+            "",
+            record.container_id,
+        )
+        self._logs.set_waiting(self.uid, record.name, CRASH_LOOP_BACK_OFF)
+        await self._publish()
+
+    def _grace_seconds(self) -> float:
+        meta = self.pod.get("metadata") or {}
+        spec = self.pod.get("spec") or {}
+        for value in (meta.get("deletionGracePeriodSeconds"), spec.get("terminationGracePeriodSeconds")):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return float(value)
+        return DEFAULT_GRACE_SECONDS
+
+    async def _terminate(self) -> None:
+        """Graceful deletion: stop every container within the grace period, report, then delete."""
+        grace = self._grace_seconds()
+        logger.info("pod %s is being deleted; stopping containers (grace %.0fs)", self._key, grace)
+        running = [slot for slot in self._slots.values() if slot.process is not None]
+        for slot in self._slots.values():
+            slot.cancel_timers()
+            slot.restart_pending = False
+            slot.generation += 1
+        codes = await asyncio.gather(
+            *(slot.process.stop(grace) for slot in running if slot.process is not None)
+        )
+        for slot, returncode in zip(running, codes, strict=True):
+            slot.process = None
+            self._logs.instance_ended(self.uid, slot.record.name)
+            state = slot.record.state
+            if isinstance(state, Running):
+                exit_code, signum = exit_code_of(returncode)
+                slot.record = replace(
+                    slot.record, state=Terminated(exit_code, state.started_at, now_text(), signum)
+                )
+        for slot in self._slots.values():
+            record = slot.record
+            if isinstance(record.state, Waiting) and record.last_state is not None:
+                slot.record = ContainerRecord(
+                    record.name,
+                    record.image,
+                    record.last_state,
+                    None,
+                    record.restart_count,
+                    record.last_container_id,
+                )
+            elif isinstance(record.state, Waiting):
+                never_ran = Terminated(
+                    137,
+                    "",
+                    now_text(),
+                    special_reason="ContainerStatusUnknown",
+                    message="The container could not be located when the pod was terminated",
+                )
+                slot.record = replace(record, state=never_ran)
+        if self._final_phase is None:
+            self._final_phase = compute_phase(self._restart_policy, self._records(), deleting=True)
+        await self._publish()
+        await self._final_delete()
+
+    async def _final_delete(self) -> None:
+        with contextlib.suppress(NotFound, Conflict):
+            try:
+                await self._api.delete(
+                    PODS, self.name, self.namespace, grace_period_seconds=0, uid_precondition=self.uid
+                )
+                logger.info("pod %s deleted", self._key)
+            except ApiError as error:
+                if not isinstance(error, NotFound | Conflict):
+                    logger.warning("pod %s: final delete failed: %s", self._key, error)
+        self._gone = True
+
+
+def _decode_secret(value: str) -> str:
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return value

@@ -1,0 +1,92 @@
+"""`tfgang-sandbox scheduler`: the Volcano-like gang scheduler against any API server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+
+from kube.api import KubeApi
+from kube.client import make_api_client
+from kube.errors import ApiError, ConfigError
+from kube.events import EventRecorder
+from sandbox.scheduler.runner import Scheduler, SchedulerOptions
+from sandbox.scheduler.snapshot import DEFAULT_SCHEDULER_NAME, VOLCANO_SCHEDULER_NAME
+
+logger = logging.getLogger(__name__)
+
+COMPONENT = "volcano"
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig file (default $KUBECONFIG)"
+    )
+    parser.add_argument("--period", type=_positive, default=1.0, help="seconds between sessions (default 1)")
+    parser.add_argument(
+        "--overcommit-factor", type=_positive, default=1.2, help="enqueue overcommit (default 1.2)"
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        dest="scheduler_names",
+        metavar="NAME",
+        help=f"gang-scheduled pods' schedulerName; repeatable (default {VOLCANO_SCHEDULER_NAME})",
+    )
+    parser.add_argument(
+        "--plain-scheduler-name",
+        action="append",
+        dest="plain_names",
+        metavar="NAME",
+        help=f"schedulerName bound one pod at a time; repeatable (default {DEFAULT_SCHEDULER_NAME})",
+    )
+    parser.add_argument(
+        "--default-queue", default="default", help="queue created when missing (default default)"
+    )
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def options_from(args: argparse.Namespace) -> SchedulerOptions:
+    return SchedulerOptions(
+        period=args.period,
+        overcommit_factor=args.overcommit_factor,
+        gang_scheduler_names=frozenset(args.scheduler_names or [VOLCANO_SCHEDULER_NAME]),
+        plain_scheduler_names=frozenset(args.plain_names or [DEFAULT_SCHEDULER_NAME]),
+        default_queue=args.default_queue,
+    )
+
+
+async def serve(kubeconfig: str | None, options: SchedulerOptions) -> None:
+    api = KubeApi(await make_api_client(kubeconfig), user_agent="tfgang-sandbox-scheduler")
+    recorder = EventRecorder(api, COMPONENT)
+    try:
+        await Scheduler(api, recorder, options).run()
+    finally:
+        await recorder.close()
+        await api.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(serve(args.kubeconfig, options_from(args)))
+    except KeyboardInterrupt:
+        return 0
+    except ConfigError as error:
+        logger.error("%s", error)
+        return 2
+    except (ApiError, ExceptionGroup) as error:
+        logger.error("scheduler stopped: %s", error)
+        return 1
+    return 0

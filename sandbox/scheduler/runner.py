@@ -1,0 +1,252 @@
+"""The scheduler's I/O: watch caches in, one pure session per tick, decisions out to the API.
+
+Only ordinary API calls are used, so the same process works against a real kube-apiserver:
+``pods/binding`` to bind, a strategic-merge patch of ``pods/status`` for ``PodScheduled``,
+PodGroup status by merge patch (of ``/status`` when the CRD has that subresource, of the object
+otherwise, as Volcano's own CRD has none), Events through the aggregating recorder, and the
+``default`` Queue created (and opened) when missing, as Volcano's install does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from kube.api import KubeApi
+from kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kube.events import EventRecorder
+from kube.patches import PatchType
+from kube.reflector import Reflector
+from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1, Resource
+from kube.store import Store
+from sandbox.scheduler.decisions import Bind, EventNote, PodGroupStatusWrite, PodUnschedulable, SessionResult
+from sandbox.scheduler.gang import GangConfig
+from sandbox.scheduler.overlay import WriteOverlay
+from sandbox.scheduler.session import run_session
+from sandbox.scheduler.snapshot import DEFAULT_SCHEDULER_NAME, VOLCANO_SCHEDULER_NAME, build_snapshot
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    period: float = 1.0
+    """Seconds between sessions when nothing changes (Volcano's schedule period)."""
+    min_interval: float = 0.05
+    """Changes arriving within this many seconds are handled by one session."""
+    overcommit_factor: float = 1.2
+    gang_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({VOLCANO_SCHEDULER_NAME}))
+    plain_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({DEFAULT_SCHEDULER_NAME}))
+    default_queue: str = "default"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _binding_resource(pod_name: str) -> Resource:
+    """``pods/<name>/binding`` as a collection to POST to (``KubeApi.create`` has no subresource)."""
+    if not pod_name or "/" in pod_name:
+        raise ValueError(f"invalid pod name {pod_name!r}")
+    return Resource("", "v1", f"pods/{pod_name}/binding", "Binding")
+
+
+def default_queue_body(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": QUEUES_V1BETA1.api_version,
+        "kind": QUEUES_V1BETA1.kind,
+        "metadata": {"name": name},
+        "spec": {"weight": 1, "reclaimable": True},
+    }
+
+
+def podgroup_status_patch(write: PodGroupStatusWrite) -> dict[str, Any]:
+    """A merge patch that makes the stored status exactly ``write.status`` (absent keys removed)."""
+    status: dict[str, Any] = {"phase": write.status["phase"], "conditions": None}
+    status.update({key: None for key in ("running", "succeeded", "failed")})
+    status.update(write.status)
+    return {"status": status}
+
+
+class Scheduler:
+    def __init__(
+        self, api: KubeApi, recorder: EventRecorder, options: SchedulerOptions = SchedulerOptions()
+    ) -> None:
+        self._api = api
+        self._recorder = recorder
+        self._options = options
+        self._wake = asyncio.Event()
+        self._overlay = WriteOverlay()
+        self._stores = {res.plural: Store() for res in (PODS, NODES, PODGROUPS_V1BETA1, QUEUES_V1BETA1)}
+        self._podgroup_status_subresource: bool | None = None
+        self._opened_queues: set[str] = set()
+        self.sessions = 0
+
+    def _changed(self, _type: str, _obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
+        self._wake.set()
+
+    async def ensure_default_queue(self) -> None:
+        try:
+            await self._api.create(QUEUES_V1BETA1, default_queue_body(self._options.default_queue))
+            logger.info("created the %s queue", self._options.default_queue)
+        except AlreadyExists:
+            pass
+
+    async def run(self) -> None:
+        await self.ensure_default_queue()
+        reflectors = [
+            Reflector(self._api, res, self._stores[res.plural], handlers=[self._changed])
+            for res in (PODS, NODES, PODGROUPS_V1BETA1, QUEUES_V1BETA1)
+        ]
+        async with asyncio.TaskGroup() as group:
+            for reflector in reflectors:
+                group.create_task(reflector.run())
+            for reflector in reflectors:
+                await reflector.wait_synced()
+            logger.info("scheduler caches synced; scheduling")
+            group.create_task(self._loop())
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self._options.period)
+                await asyncio.sleep(self._options.min_interval)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.run_once()
+            except ApiError as error:
+                logger.warning("scheduling session failed: %s", error)
+
+    def _objects(self, plural: str) -> list[dict[str, Any]]:
+        store = self._stores[plural]
+        return [self._overlay.view(f"{plural}/{key}", store.get(key) or {}) for key in store]
+
+    async def run_once(self) -> SessionResult:
+        """One session over the current caches, carried out against the API."""
+        await self._open_queues()
+        snapshot = build_snapshot(
+            self._objects("nodes"),
+            self._objects("pods"),
+            self._objects("podgroups"),
+            self._objects("queues"),
+            gang_scheduler_names=self._options.gang_scheduler_names,
+            plain_scheduler_names=self._options.plain_scheduler_names,
+        )
+        for problem in snapshot.problems:
+            logger.warning("skipping unreadable object: %s", problem)
+        result = run_session(snapshot, _now(), str(uuid.uuid4()), GangConfig(self._options.overcommit_factor))
+        self.sessions += 1
+        await asyncio.gather(*(self._bind(bind) for bind in result.binds))
+        await asyncio.gather(*(self._write_podgroup(write) for write in result.podgroup_writes))
+        await asyncio.gather(*(self._set_unschedulable(update) for update in result.pod_conditions))
+        for note in result.events:
+            self._record(note)
+        return result
+
+    async def _open_queues(self) -> None:
+        """Volcano's queue controller opens new queues; in the sandbox nobody else will."""
+        for queue in self._stores["queues"].list():
+            name = str((queue.get("metadata") or {}).get("name", ""))
+            if (queue.get("status") or {}).get("state") or name in self._opened_queues:
+                continue
+            self._opened_queues.add(name)
+            body = {"status": {"state": "Open"}}
+            try:
+                await self._api.patch(
+                    QUEUES_V1BETA1, name, body, patch_type=PatchType.MERGE, subresource="status"
+                )
+            except NotFound:
+                await self._api.patch(QUEUES_V1BETA1, name, body, patch_type=PatchType.MERGE)
+            logger.info("opened queue %s", name)
+
+    async def _bind(self, bind: Bind) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": bind.name, "namespace": bind.namespace, "uid": bind.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
+        }
+        key = f"{bind.namespace}/{bind.name}"
+        cached = self._stores["pods"].get(key)
+        try:
+            await self._api.create(_binding_resource(bind.name), body, bind.namespace)
+        except (Conflict, NotFound) as error:
+            logger.info("could not bind %s to %s: %s", key, bind.node, error)
+            return
+        except ApiError as error:
+            logger.warning("binding %s to %s failed: %s", key, bind.node, error)
+            return
+        logger.info("bound %s to %s", key, bind.node)
+        if cached is not None:
+            assumed = copy.deepcopy(cached)
+            assumed.setdefault("spec", {})["nodeName"] = bind.node
+            self._overlay.remember(f"pods/{key}", cached, assumed)
+
+    async def _write_podgroup(self, write: PodGroupStatusWrite) -> None:
+        key = f"{write.namespace}/{write.name}"
+        cached = self._stores["podgroups"].get(key)
+        body = podgroup_status_patch(write)
+        try:
+            written = await self._patch_podgroup_status(write, body)
+        except NotFound:
+            return
+        except ApiError as error:
+            logger.warning("writing the status of podgroup %s failed: %s", key, error)
+            return
+        if cached is not None:
+            self._overlay.remember(f"podgroups/{key}", cached, written)
+        logger.info("podgroup %s: phase %s", key, write.status["phase"])
+
+    async def _patch_podgroup_status(
+        self, write: PodGroupStatusWrite, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        if self._podgroup_status_subresource is not False:
+            try:
+                written = await self._api.patch(
+                    PODGROUPS_V1BETA1,
+                    write.name,
+                    body,
+                    write.namespace,
+                    patch_type=PatchType.MERGE,
+                    subresource="status",
+                )
+                self._podgroup_status_subresource = True
+                return written
+            except NotFound:
+                if self._podgroup_status_subresource:
+                    raise
+                self._podgroup_status_subresource = False
+        return await self._api.patch(
+            PODGROUPS_V1BETA1, write.name, body, write.namespace, patch_type=PatchType.MERGE
+        )
+
+    async def _set_unschedulable(self, update: PodUnschedulable) -> None:
+        body = {"status": {"conditions": [dict(update.condition)]}}
+        try:
+            await self._api.patch(
+                PODS,
+                update.name,
+                body,
+                update.namespace,
+                patch_type=PatchType.STRATEGIC,
+                subresource="status",
+            )
+        except NotFound:
+            return
+        except ApiError as error:
+            logger.warning("setting PodScheduled on %s/%s failed: %s", update.namespace, update.name, error)
+
+    def _record(self, note: EventNote) -> None:
+        involved = {
+            "apiVersion": note.api_version,
+            "kind": note.kind,
+            "metadata": {"name": note.name, "namespace": note.namespace, "uid": note.uid},
+        }
+        self._recorder.record(involved, note.type, note.reason, note.message)
