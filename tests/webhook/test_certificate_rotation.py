@@ -8,6 +8,7 @@ from pathlib import Path
 
 import aiohttp
 from admission_cases import load_cases
+from cryptography import x509
 from webhook_harness import client_context, loopback_certificate, make_cert_dir, running_webhook
 
 from certs.authority import new_ca
@@ -20,14 +21,10 @@ CASE = load_cases("mutate-seed-ps-0")[0]
 
 
 async def _presented_serial(port: int, context: ssl.SSLContext) -> int:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
     try:
-        ssl_object = writer.get_extra_info("ssl_object")
-        der = ssl_object.getpeercert(binary_form=True)
-        return (
-            ssl.DER_cert_to_PEM_cert(der)
-            and load_certificate(ssl.DER_cert_to_PEM_cert(der).encode()).serial_number
-        )
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        return x509.load_der_x509_certificate(der).serial_number
     finally:
         writer.close()
         await writer.wait_closed()
