@@ -1,0 +1,478 @@
+"""The REST surface: URL parsing, content negotiation and the verbs, mapped onto operations."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from sandbox.apiserver import discovery, operations, selectors, tables
+from sandbox.apiserver.auth import UserInfo
+from sandbox.apiserver.gc import Deleter, parse_delete_options
+from sandbox.apiserver.operations import RequestContext
+from sandbox.apiserver.registry import ResourceInfo, StorageKey
+from sandbox.apiserver.state import ApiState
+from sandbox.apiserver.status import (
+    ApiError,
+    bad_request,
+    conflict,
+    internal_error,
+    method_not_allowed,
+    not_found,
+    page_not_found,
+    success_body,
+    unsupported_media_type,
+)
+from sandbox.apiserver.watching import DEFAULT_WATCH_TIMEOUT, WatchRequest, WatchStream
+
+logger = logging.getLogger(__name__)
+
+JsonObj = dict[str, Any]
+
+PODS = StorageKey("", "pods")
+NODES = StorageKey("", "nodes")
+TABLE_MARKER = "as=table"
+USER_KEY = web.RequestKey("sandbox-user", UserInfo)
+ANONYMOUS = UserInfo("system:anonymous", ("system:unauthenticated",))
+JSON_CONTENT_TYPES = ("application/json", "*/*", "")
+
+
+@dataclass(frozen=True)
+class ResourcePath:
+    group: str
+    version: str
+    namespace: str | None
+    resource: str
+    name: str
+    subresource: str
+    legacy_watch: bool
+
+
+def parse_path(path: str) -> ResourcePath | None:
+    """``/api/v1/...`` or ``/apis/<group>/<version>/...`` into its parts (None for discovery paths)."""
+    segments = [s for s in path.split("/") if s]
+    if not segments:
+        return None
+    if segments[0] == "api":
+        if len(segments) < 3:
+            return None
+        group, version, rest = "", segments[1], segments[2:]
+    elif segments[0] == "apis":
+        if len(segments) < 4:
+            return None
+        group, version, rest = segments[1], segments[2], segments[3:]
+    else:
+        return None
+    legacy_watch = False
+    if rest and rest[0] == "watch":
+        legacy_watch, rest = True, rest[1:]
+    namespace: str | None = None
+    if rest and rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        return None
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else ""
+    subresource = rest[2] if len(rest) > 2 else ""
+    return ResourcePath(group, version, namespace, resource, name, subresource, legacy_watch)
+
+
+def json_response(
+    body: Any, status: int = 200, warnings: list[str] | None = None, content_type: str = "application/json"
+) -> web.Response:
+    response = web.Response(
+        body=json.dumps(body, separators=(",", ":")).encode(),
+        status=status,
+        content_type=content_type.split(";")[0],
+    )
+    if ";" in content_type:
+        response.headers["Content-Type"] = content_type
+    for warning in warnings or []:
+        response.headers.add("Warning", f'299 - "{warning}"')
+    return response
+
+
+def error_response(error: ApiError, warnings: list[str] | None = None) -> web.Response:
+    response = json_response(error.body(), error.code, warnings)
+    for key, value in error.headers.items():
+        response.headers[key] = value
+    return response
+
+
+def wants_table(request: web.Request) -> bool:
+    return TABLE_MARKER in request.headers.get("Accept", "").replace(" ", "").lower()
+
+
+def _bool_query(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1", "yes")
+
+
+class RestHandler:
+    def __init__(self, state: ApiState, deleter: Deleter) -> None:
+        self.state = state
+        self.deleter = deleter
+
+    # --- discovery -------------------------------------------------------------------------------
+    def discovery(self, request: web.Request) -> web.Response | None:
+        segments = [s for s in request.path.split("/") if s]
+        registry = self.state.registry
+        aggregated = "as=apigroupdiscoverylist" in request.headers.get("Accept", "").replace(" ", "").lower()
+        aggregated_type = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        if segments == ["api"]:
+            if aggregated:
+                return json_response(
+                    discovery.aggregated_discovery(registry, legacy=True), content_type=aggregated_type
+                )
+            return json_response(discovery.api_versions(request.host))
+        if segments == ["apis"]:
+            if aggregated:
+                return json_response(
+                    discovery.aggregated_discovery(registry, legacy=False), content_type=aggregated_type
+                )
+            return json_response(discovery.api_group_list(registry))
+        if segments == ["api", "v1"]:
+            return json_response(discovery.api_resource_list(registry, "", "v1"))
+        if len(segments) == 2 and segments[0] == "apis":
+            group = discovery.api_group(registry, segments[1])
+            if group is None:
+                raise page_not_found()
+            return json_response(group)
+        if len(segments) == 3 and segments[0] == "apis":
+            resources = discovery.api_resource_list(registry, segments[1], segments[2])
+            if resources is None:
+                raise page_not_found()
+            return json_response(resources)
+        return None
+
+    # --- dispatch --------------------------------------------------------------------------------
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        found = self.discovery(request)
+        if found is not None:
+            if request.method != "GET":
+                raise method_not_allowed()
+            return found
+        path = parse_path(request.path)
+        if path is None:
+            raise page_not_found()
+        info = self.state.registry.lookup(path.group, path.version, path.resource)
+        if info is None:
+            raise page_not_found()
+        if info.namespaced and path.namespace is None and path.name:
+            raise page_not_found()
+        if not info.namespaced and path.namespace is not None:
+            raise page_not_found()
+        if path.subresource and path.subresource not in info.subresources:
+            raise page_not_found()
+        namespace = path.namespace or ""
+        ctx = self._context(request)
+        method = request.method
+        if path.subresource == "log":
+            if method != "GET":
+                raise method_not_allowed()
+            return await self._pod_log(request, info, namespace, path.name)
+        if path.subresource == "binding":
+            if method != "POST":
+                raise method_not_allowed()
+            return await self._bind(request, info, namespace, path.name)
+        if method == "GET":
+            watch = path.legacy_watch or _bool_query(request.query.get("watch"))
+            if watch:
+                return await self._watch(request, info, path)
+            if path.name:
+                return self._respond_object(
+                    request, info, operations.get(self.state, info, namespace, path.name)
+                )
+            return self._list(request, info, path.namespace)
+        if method == "POST":
+            if path.name:
+                raise method_not_allowed()
+            body = await self._json_body(request)
+            created = await operations.create(self.state, info, namespace, body, ctx)
+            return json_response(created, 201, ctx.warnings)
+        if method == "PUT":
+            if not path.name:
+                raise method_not_allowed()
+            body = await self._json_body(request)
+            updated, was_created = await operations.update(
+                self.state, info, namespace, path.name, path.subresource, body, ctx
+            )
+            return json_response(updated, 201 if was_created else 200, ctx.warnings)
+        if method == "PATCH":
+            if not path.name:
+                raise method_not_allowed()
+            raw = await request.read()
+            patched, was_created = await operations.patch(
+                self.state,
+                info,
+                namespace,
+                path.name,
+                path.subresource,
+                request.headers.get("Content-Type", ""),
+                raw,
+                ctx,
+            )
+            return json_response(patched, 201 if was_created else 200, ctx.warnings)
+        if method == "DELETE":
+            if path.subresource:
+                raise method_not_allowed()
+            body = await self._optional_json_body(request)
+            options = parse_delete_options(body, dict(request.query))
+            if path.name:
+                deleted = await self.deleter.delete(info, namespace, path.name, options, ctx)
+                return json_response(deleted, 200, ctx.warnings)
+            return await self._delete_collection(request, info, path.namespace, options, ctx)
+        raise method_not_allowed()
+
+    def _context(self, request: web.Request) -> RequestContext:
+        dry_run = request.query.getall("dryRun", [])
+        for value in dry_run:
+            if value != "All":
+                raise bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+        validation = request.query.get("fieldValidation", "Warn") or "Warn"
+        if validation not in ("Ignore", "Warn", "Strict"):
+            raise bad_request(f"fieldValidation parameter unsupported: {validation}")
+        return RequestContext(
+            request.get(USER_KEY, ANONYMOUS), bool(dry_run), validation, request.query.get("fieldManager", "")
+        )
+
+    async def _json_body(self, request: web.Request) -> Any:
+        content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+        if content_type not in ("application/json", "application/yaml", ""):
+            raise unsupported_media_type(
+                content_type, ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
+            )
+        raw = await request.read()
+        try:
+            if content_type == "application/yaml":
+                import yaml
+
+                return yaml.safe_load(raw.decode())
+            return json.loads(raw or b"null")
+        except ValueError as exc:
+            raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+
+    async def _optional_json_body(self, request: web.Request) -> Any:
+        raw = await request.read()
+        if not raw.strip():
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+
+    # --- reads -----------------------------------------------------------------------------------
+    def _respond_object(self, request: web.Request, info: ResourceInfo, obj: JsonObj) -> web.Response:
+        if wants_table(request):
+            meta = {"resourceVersion": str((obj.get("metadata") or {}).get("resourceVersion", ""))}
+            return json_response(
+                tables.build_table(
+                    info, [obj], meta, request.query.get("includeObject", "Metadata"), self.state.now()
+                )
+            )
+        return json_response(obj)
+
+    def _filter(self, request: web.Request, info: ResourceInfo, name: str = "") -> Any:
+        field_selector = request.query.get("fieldSelector", "")
+        if name:
+            field_selector = f"metadata.name={name}" + (f",{field_selector}" if field_selector else "")
+        extra = info.custom.selectable_fields if info.custom else ()
+        return selectors.build_filter(
+            request.query.get("labelSelector", ""),
+            field_selector,
+            info.storage_key.resource,
+            info.kind,
+            tuple(f.lstrip(".") for f in extra),
+        )
+
+    def _list(self, request: web.Request, info: ResourceInfo, namespace: str | None) -> web.Response:
+        try:
+            limit = int(request.query.get("limit", "0") or 0)
+        except ValueError as exc:
+            raise bad_request(f"invalid limit: {request.query.get('limit')}") from exc
+        result = operations.list_objects(
+            self.state, info, namespace, self._filter(request, info), limit, request.query.get("continue", "")
+        )
+        list_meta: JsonObj = {"resourceVersion": result.resource_version}
+        if result.continue_token:
+            list_meta["continue"] = result.continue_token
+            if result.remaining is not None:
+                list_meta["remainingItemCount"] = result.remaining
+        if wants_table(request):
+            return json_response(
+                tables.build_table(
+                    info,
+                    result.items,
+                    list_meta,
+                    request.query.get("includeObject", "Metadata"),
+                    self.state.now(),
+                )
+            )
+        return json_response(
+            {
+                "kind": info.list_kind,
+                "apiVersion": info.api_version,
+                "metadata": list_meta,
+                "items": result.items,
+            }
+        )
+
+    async def _watch(
+        self, request: web.Request, info: ResourceInfo, path: ResourcePath
+    ) -> web.StreamResponse:
+        try:
+            timeout = float(
+                request.query.get("timeoutSeconds", DEFAULT_WATCH_TIMEOUT) or DEFAULT_WATCH_TIMEOUT
+            )
+        except ValueError as exc:
+            raise bad_request("invalid timeoutSeconds") from exc
+        watch_request = WatchRequest(
+            info=info,
+            namespace=path.namespace,
+            matches=self._filter(request, info, path.name),
+            resource_version=request.query.get("resourceVersion", ""),
+            timeout=timeout,
+            bookmarks=_bool_query(request.query.get("allowWatchBookmarks")),
+            send_initial_events=_bool_query(request.query.get("sendInitialEvents")),
+            table=wants_table(request),
+            include_object=request.query.get("includeObject", "Metadata"),
+        )
+        response = web.StreamResponse(status=200)
+        response.content_type = "application/json"
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        stream = WatchStream(self.state, watch_request, response.write)
+        try:
+            await stream.run()
+        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+            logger.debug("watch client went away")
+        return response
+
+    # --- writes ----------------------------------------------------------------------------------
+    async def _delete_collection(
+        self,
+        request: web.Request,
+        info: ResourceInfo,
+        namespace: str | None,
+        options: Any,
+        ctx: RequestContext,
+    ) -> web.Response:
+        matches = self._filter(request, info)
+        deleted = []
+        for obj in self.state.storage.list_in(info.storage_key, namespace):
+            if matches is not None and not matches(obj):
+                continue
+            meta = obj["metadata"]
+            try:
+                deleted.append(
+                    await self.deleter.delete(
+                        info, str(meta.get("namespace") or ""), str(meta["name"]), options, ctx
+                    )
+                )
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+        return json_response(
+            {
+                "kind": info.list_kind,
+                "apiVersion": info.api_version,
+                "metadata": {"resourceVersion": str(self.state.storage.revision)},
+                "items": deleted,
+            },
+            200,
+            ctx.warnings,
+        )
+
+    async def _bind(
+        self, request: web.Request, info: ResourceInfo, namespace: str, name: str
+    ) -> web.Response:
+        body = await self._json_body(request)
+        target = (body or {}).get("target") or {}
+        node_name = str(target.get("name", ""))
+        if not node_name:
+            raise bad_request("target.name: Required value")
+        pod = self.state.storage.get(PODS, namespace, name)
+        if pod is None:
+            raise not_found("pods", "", name)
+        if pod["metadata"].get("deletionTimestamp"):
+            raise conflict(
+                "pods/binding", "", name, f"pod {name} is being deleted, cannot be assigned to a host"
+            )
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            raise conflict("pods/binding", "", name, f'pod {name} is already assigned to node "{current}"')
+        if self._context(request).dry_run:
+            return json_response(success_body(), 201)
+        bound = json.loads(json.dumps(pod))
+        bound["spec"]["nodeName"] = node_name
+        conditions = [
+            c
+            for c in bound.setdefault("status", {}).get("conditions") or []
+            if c.get("type") != "PodScheduled"
+        ]
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": self.state.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            }
+        )
+        bound["status"]["conditions"] = conditions
+        self.state.storage.put(PODS, bound, "MODIFIED")
+        return json_response(success_body(), 201)
+
+    async def _pod_log(
+        self, request: web.Request, info: ResourceInfo, namespace: str, name: str
+    ) -> web.StreamResponse:
+        pod = self.state.storage.get(PODS, namespace, name)
+        if pod is None:
+            raise not_found("pods", "", name)
+        spec = pod.get("spec") or {}
+        containers = [c.get("name") for c in spec.get("containers") or []]
+        container = request.query.get("container") or (containers[0] if len(containers) == 1 else "")
+        if not container:
+            raise bad_request(
+                f"a container name must be specified for pod {name}, choose one of: "
+                f"[{' '.join(str(c) for c in containers)}]"
+            )
+        if container not in containers and container not in [
+            c.get("name") for c in spec.get("initContainers") or []
+        ]:
+            raise bad_request(f"container {container} is not valid for pod {name}")
+        node_name = spec.get("nodeName")
+        node = self.state.storage.get(NODES, "", str(node_name)) if node_name else None
+        port = (
+            (((node or {}).get("status") or {}).get("daemonEndpoints") or {})
+            .get("kubeletEndpoint", {})
+            .get("Port")
+        )
+        if not node_name or not port:
+            raise bad_request(
+                f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+            )
+        query = {
+            k: v
+            for k, v in request.query.items()
+            if k in ("follow", "tailLines", "previous", "timestamps", "sinceSeconds", "limitBytes")
+        }
+        url = f"http://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}"
+        response = web.StreamResponse(status=200)
+        response.content_type = "text/plain"
+        try:
+            async with aiohttp.ClientSession() as session, session.get(url, params=query) as upstream:
+                if upstream.status != 200:
+                    text = (await upstream.text()).strip()
+                    raise bad_request(text or f"the node agent answered {upstream.status}")
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+        except aiohttp.ClientConnectorError as exc:
+            raise internal_error(
+                f'Get "https://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}": '
+                f"dial tcp 127.0.0.1:{port}: connect: connection refused"
+            ) from exc
+        return response

@@ -1,0 +1,233 @@
+"""Objects by resource, namespace and name; one global resourceVersion; watch fan-out with history.
+
+Everything runs on one event loop, so no locks: a write and the events it emits are atomic. Stored
+objects are never mutated after they are stored (writers store fresh dicts), which lets watch
+events share them without copying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sandbox.apiserver.registry import StorageKey
+from sandbox.apiserver.status import gone
+
+logger = logging.getLogger(__name__)
+
+JsonObj = dict[str, Any]
+
+DEFAULT_WATCH_WINDOW = 100_000
+
+
+@dataclass
+class StoredEvent:
+    """One change. ``previous`` lets a filtered watch turn a MODIFIED into ADDED or DELETED."""
+
+    type: str
+    key: StorageKey
+    namespace: str
+    object: JsonObj
+    previous: JsonObj | None
+    resource_version: int
+    _encoded: bytes | None = None
+
+    def encoded(self) -> bytes:
+        """The watch line for this event, serialized once however many watchers receive it."""
+        if self._encoded is None:
+            self._encoded = (
+                json.dumps({"type": self.type, "object": self.object}, separators=(",", ":")).encode() + b"\n"
+            )
+        return self._encoded
+
+
+@dataclass(eq=False)
+class Watcher:
+    key: StorageKey
+    namespace: str | None
+    queue: asyncio.Queue[StoredEvent | None] = field(default_factory=asyncio.Queue)
+
+    def wants(self, event: StoredEvent) -> bool:
+        return self.namespace is None or event.namespace == self.namespace
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    key: StorageKey
+    namespace: str
+    name: str
+
+
+def _meta(obj: JsonObj) -> JsonObj:
+    meta: JsonObj = obj.setdefault("metadata", {})
+    return meta
+
+
+class Storage:
+    def __init__(self, watch_window: int = DEFAULT_WATCH_WINDOW) -> None:
+        self._revision = 1
+        self._objects: dict[StorageKey, dict[str, dict[str, JsonObj]]] = {}
+        self._history: deque[StoredEvent] = deque()
+        self._window = max(1, watch_window)
+        self._oldest_watchable = 1
+        self._watchers: dict[StorageKey, set[Watcher]] = {}
+        self._by_uid: dict[str, ObjectRef] = {}
+        self._dependents: dict[str, set[ObjectRef]] = {}
+        self.listeners: list[Callable[[StoredEvent], None]] = []
+
+    @property
+    def oldest_watchable(self) -> int:
+        return self._oldest_watchable
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    def next_revision(self) -> int:
+        self._revision += 1
+        return self._revision
+
+    # --- reads -----------------------------------------------------------------------------------
+    def get(self, key: StorageKey, namespace: str, name: str) -> JsonObj | None:
+        return self._objects.get(key, {}).get(namespace, {}).get(name)
+
+    def list_in(self, key: StorageKey, namespace: str | None) -> list[JsonObj]:
+        buckets = self._objects.get(key, {})
+        if namespace is not None:
+            bucket = buckets.get(namespace, {})
+            return [bucket[name] for name in sorted(bucket)]
+        return [buckets[ns][name] for ns in sorted(buckets) for name in sorted(buckets[ns])]
+
+    def count(self, key: StorageKey, namespace: str | None = None) -> int:
+        buckets = self._objects.get(key, {})
+        if namespace is not None:
+            return len(buckets.get(namespace, {}))
+        return sum(len(bucket) for bucket in buckets.values())
+
+    def namespaces_with_objects(self, namespace: str) -> Iterator[StorageKey]:
+        for key, buckets in self._objects.items():
+            if buckets.get(namespace):
+                yield key
+
+    def by_uid(self, uid: str) -> ObjectRef | None:
+        return self._by_uid.get(uid)
+
+    def dependents_of(self, uid: str) -> list[ObjectRef]:
+        return sorted(
+            self._dependents.get(uid, ()), key=lambda ref: (ref.key.resource, ref.namespace, ref.name)
+        )
+
+    # --- writes ----------------------------------------------------------------------------------
+    def put(self, key: StorageKey, obj: JsonObj, event_type: str) -> JsonObj:
+        """Store ``obj`` (ADDED or MODIFIED), stamping a new resourceVersion. ``obj`` must be fresh."""
+        meta = _meta(obj)
+        namespace = str(meta.get("namespace") or "")
+        name = str(meta["name"])
+        bucket = self._objects.setdefault(key, {}).setdefault(namespace, {})
+        previous = bucket.get(name)
+        revision = self.next_revision()
+        meta["resourceVersion"] = str(revision)
+        bucket[name] = obj
+        ref = ObjectRef(key, namespace, name)
+        if previous is not None:
+            self._unindex(previous, ref)
+        self._index(obj, ref)
+        self._emit(StoredEvent(event_type, key, namespace, obj, previous, revision))
+        return obj
+
+    def remove(self, key: StorageKey, namespace: str, name: str) -> JsonObj | None:
+        bucket = self._objects.get(key, {}).get(namespace)
+        if not bucket or name not in bucket:
+            return None
+        previous = bucket.pop(name)
+        if not bucket:
+            del self._objects[key][namespace]
+        ref = ObjectRef(key, namespace, name)
+        self._unindex(previous, ref)
+        revision = self.next_revision()
+        # The DELETED event carries the object's last state with the deletion's resourceVersion.
+        final = dict(previous)
+        final["metadata"] = dict(previous.get("metadata") or {}, resourceVersion=str(revision))
+        self._emit(StoredEvent("DELETED", key, namespace, final, previous, revision))
+        return final
+
+    def _index(self, obj: JsonObj, ref: ObjectRef) -> None:
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid")
+        if uid:
+            self._by_uid[uid] = ref
+        for owner in meta.get("ownerReferences") or []:
+            owner_uid = owner.get("uid")
+            if owner_uid:
+                self._dependents.setdefault(owner_uid, set()).add(ref)
+
+    def _unindex(self, obj: JsonObj, ref: ObjectRef) -> None:
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid")
+        if uid and self._by_uid.get(uid) == ref:
+            del self._by_uid[uid]
+        for owner in meta.get("ownerReferences") or []:
+            dependents = self._dependents.get(owner.get("uid", ""))
+            if dependents is not None:
+                dependents.discard(ref)
+                if not dependents:
+                    del self._dependents[owner["uid"]]
+
+    # --- watch -----------------------------------------------------------------------------------
+    def _emit(self, event: StoredEvent) -> None:
+        self._history.append(event)
+        while len(self._history) > self._window:
+            dropped = self._history.popleft()
+            self._oldest_watchable = dropped.resource_version
+        for watcher in self._watchers.get(event.key, ()):
+            if watcher.wants(event):
+                watcher.queue.put_nowait(event)
+        for listener in self.listeners:
+            listener(event)
+
+    def compact(self) -> None:
+        """Forget the watch history: watches from any earlier resourceVersion now get 410 Gone."""
+        self._history.clear()
+        self._oldest_watchable = self._revision
+
+    def set_window(self, window: int) -> None:
+        self._window = max(1, window)
+
+    def watch(
+        self, key: StorageKey, namespace: str | None, since: int | None
+    ) -> tuple[Watcher, list[StoredEvent]]:
+        """Register a watcher; return it with the history after ``since`` (None: no replay).
+
+        Raises 410 Gone when ``since`` is older than the retained history.
+        """
+        replay: list[StoredEvent] = []
+        if since is not None:
+            if since < self._oldest_watchable:
+                raise gone(f"too old resource version: {since} ({self._oldest_watchable})")
+            watcher_probe = Watcher(key, namespace)
+            replay = [
+                event
+                for event in self._history
+                if event.resource_version > since and event.key == key and watcher_probe.wants(event)
+            ]
+        watcher = Watcher(key, namespace)
+        self._watchers.setdefault(key, set()).add(watcher)
+        return watcher, replay
+
+    def unwatch(self, watcher: Watcher) -> None:
+        watchers = self._watchers.get(watcher.key)
+        if watchers is not None:
+            watchers.discard(watcher)
+
+    def close_all_watches(self) -> None:
+        for watchers in self._watchers.values():
+            for watcher in watchers:
+                watcher.queue.put_nowait(None)
+
+    def watcher_count(self) -> int:
+        return sum(len(w) for w in self._watchers.values())

@@ -1,0 +1,173 @@
+"""``watch=true``: initial events, history replay from a resourceVersion, selector-aware event types,
+bookmarks, ``timeoutSeconds``, and the 410 ERROR event when the version is too old."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sandbox.apiserver import objects, tables
+from sandbox.apiserver.registry import ResourceInfo
+from sandbox.apiserver.state import ApiState
+from sandbox.apiserver.status import ApiError
+from sandbox.apiserver.storage import StoredEvent
+
+logger = logging.getLogger(__name__)
+
+JsonObj = dict[str, Any]
+Writer = Callable[[bytes], Awaitable[None]]
+
+DEFAULT_WATCH_TIMEOUT = 1800.0
+
+
+@dataclass(frozen=True)
+class WatchRequest:
+    info: ResourceInfo
+    namespace: str | None
+    matches: Callable[[JsonObj], bool] | None
+    resource_version: str
+    timeout: float
+    bookmarks: bool
+    send_initial_events: bool
+    table: bool
+    include_object: str
+
+
+def _line(event_type: str, obj: JsonObj) -> bytes:
+    return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+class WatchStream:
+    def __init__(self, state: ApiState, request: WatchRequest, write: Writer) -> None:
+        self.state = state
+        self.request = request
+        self.write = write
+        self._columns_sent = False
+        # Without selectors, conversion or tables, every watcher can share one encoding per event.
+        self._shared_encoding = request.matches is None and not request.table and request.info.storage is None
+
+    def _render(self, event_type: str, obj: JsonObj) -> bytes:
+        info = self.request.info
+        shown = objects.served(info, obj)
+        if self.request.table:
+            list_meta = {"resourceVersion": str((obj.get("metadata") or {}).get("resourceVersion", ""))}
+            table = tables.build_table(
+                info,
+                [shown],
+                list_meta,
+                self.request.include_object,
+                self.state.now(),
+                with_columns=not self._columns_sent,
+            )
+            self._columns_sent = True
+            return _line(event_type, table)
+        return _line(event_type, shown)
+
+    def _event_line(self, event: StoredEvent) -> bytes | None:
+        matches = self.request.matches
+        event_type = event.type
+        if matches is not None:
+            now_matches = event.type != "DELETED" and matches(event.object)
+            before = event.previous is not None and event.type != "ADDED" and matches(event.previous)
+            if event.type == "DELETED":
+                now_matches, before = False, matches(event.object)
+            if now_matches and before:
+                event_type = "MODIFIED"
+            elif now_matches:
+                event_type = "ADDED"
+            elif before:
+                event_type = "DELETED"
+            else:
+                return None
+        if (
+            self._shared_encoding
+            and event_type == event.type
+            and event.object.get("apiVersion") == self.request.info.api_version
+        ):
+            return event.encoded()
+        return self._render(event_type, event.object)
+
+    def _bookmark(self, initial_events_end: bool = False) -> bytes:
+        info = self.request.info
+        meta: JsonObj = {"resourceVersion": str(self.state.storage.revision)}
+        if initial_events_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return _line("BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta})
+
+    async def run(self) -> None:
+        request = self.request
+        storage = self.state.storage
+        since: int | None = None
+        initial: list[JsonObj] = []
+        if request.resource_version not in ("", "0") and not request.send_initial_events:
+            try:
+                since = int(request.resource_version)
+            except ValueError:
+                await self.write(
+                    _line(
+                        "ERROR",
+                        ApiError(
+                            400, "BadRequest", f"invalid resource version: {request.resource_version}"
+                        ).body(),
+                    )
+                )
+                return
+        try:
+            watcher, replay = storage.watch(request.info.storage_key, request.namespace, since)
+        except ApiError as error:
+            await self.write(_line("ERROR", error.body()))
+            return
+        try:
+            if since is None:
+                initial = storage.list_in(request.info.storage_key, request.namespace)
+                for obj in initial:
+                    if request.matches is None or request.matches(obj):
+                        await self.write(self._render("ADDED", obj))
+                if request.send_initial_events and request.bookmarks:
+                    await self.write(self._bookmark(initial_events_end=True))
+            for event in replay:
+                line = self._event_line(event)
+                if line is not None:
+                    await self.write(line)
+            await self._follow(watcher.queue)
+        finally:
+            storage.unwatch(watcher)
+
+    async def _follow(self, queue: asyncio.Queue[StoredEvent | None]) -> None:
+        deadline = time.monotonic() + self.request.timeout
+        interval = self.state.bookmark_interval
+        next_bookmark = time.monotonic() + interval
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                if self.request.bookmarks:
+                    await self.write(self._bookmark())
+                return
+            wait = min(deadline, next_bookmark if self.request.bookmarks else deadline) - now
+            event: StoredEvent | None
+            try:
+                event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.001))
+            except TimeoutError:
+                if self.request.bookmarks and time.monotonic() >= next_bookmark:
+                    await self.write(self._bookmark())
+                    next_bookmark = time.monotonic() + interval
+                continue
+            if event is None:
+                return
+            line = self._event_line(event)
+            if line is not None:
+                await self.write(line)
+            with contextlib.suppress(asyncio.QueueEmpty):
+                while True:
+                    more = queue.get_nowait()
+                    if more is None:
+                        return
+                    more_line = self._event_line(more)
+                    if more_line is not None:
+                        await self.write(more_line)
