@@ -121,6 +121,10 @@ def test_webhook_deployment_is_highly_available_and_every_replica_serves() -> No
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}  # type: ignore[attr-defined]
     assert ports == {"https": 9443, "ops": 8081}
     env = _env(container)
+    # a terminating replica stays up, unready, until endpoints stop routing to it
+    assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > int(
+        str(env["TFGANG_SHUTDOWN_DELAY"])
+    )
     assert env["TFGANG_CERT_DIR"] == "/var/run/tfgang/certs"
     assert env["TFGANG_PORT"] == "9443"
     assert env["TFGANG_OPS_PORT"] == "8081"

@@ -44,7 +44,6 @@ def _controller_grants(where: str) -> set[Grant]:
 
 def _webhook_grants(where: str, self_managed: bool) -> set[Grant]:
     grants = {(where, "kubeflow.org", "tfjobs", verb, "") for verb in ("get", "list", "watch")}
-    grants |= {(where, "", "events", verb, "") for verb in ("create", "patch")}
     if self_managed:
         grants |= {
             (NAMESPACE, "", "secrets", "create", ""),
@@ -54,7 +53,7 @@ def _webhook_grants(where: str, self_managed: bool) -> set[Grant]:
         for kind in ("mutating", "validating"):
             grants |= {
                 ("*", "admissionregistration.k8s.io", f"{kind}webhookconfigurations", verb, f"tfgang-{kind}")
-                for verb in ("get", "patch")
+                for verb in ("get", "update")
             }
     return grants
 

@@ -200,22 +200,22 @@ modes grant exactly the same verbs. docs/rbac.md justifies each one.
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs"]
   verbs: ["get", "list", "watch"]
-- apiGroups: [""]
-  resources: ["events"]
-  verbs: ["create", "patch"]
 {{- end }}
 
-{{/* Only the selfManaged mode patches caBundle into the webhook configurations. */}}
+{{/*
+Only the selfManaged mode writes caBundle into the webhook configurations: a resourceVersion-guarded
+read-modify-replace (get + update), never a patch, so concurrent replicas cannot clobber each other.
+*/}}
 {{- define "tfgang.webhook.clusterRules" -}}
 {{- if eq .Values.certs.mode "selfManaged" -}}
 - apiGroups: ["admissionregistration.k8s.io"]
   resources: ["mutatingwebhookconfigurations"]
   resourceNames: [{{ include "tfgang.mutatingWebhookConfigurationName" . | quote }}]
-  verbs: ["get", "patch"]
+  verbs: ["get", "update"]
 - apiGroups: ["admissionregistration.k8s.io"]
   resources: ["validatingwebhookconfigurations"]
   resourceNames: [{{ include "tfgang.validatingWebhookConfigurationName" . | quote }}]
-  verbs: ["get", "patch"]
+  verbs: ["get", "update"]
 {{- end }}
 {{- end }}
 
