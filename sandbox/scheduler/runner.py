@@ -159,11 +159,12 @@ class Scheduler:
             self._opened_queues.add(name)
             body = {"status": {"state": "Open"}}
             try:
-                await self._api.patch(
+                opened = await self._api.patch(
                     QUEUES_V1BETA1, name, body, patch_type=PatchType.MERGE, subresource="status"
                 )
             except NotFound:
-                await self._api.patch(QUEUES_V1BETA1, name, body, patch_type=PatchType.MERGE)
+                opened = await self._api.patch(QUEUES_V1BETA1, name, body, patch_type=PatchType.MERGE)
+            self._overlay.remember(f"queues/{name}", queue, opened)
             logger.info("opened queue %s", name)
 
     async def _bind(self, bind: Bind) -> None:
