@@ -1,12 +1,19 @@
 from __future__ import annotations
 
+import json
 import os
+import ssl
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import aiohttp
 
 import pytest
+from kubernetes_asyncio import config
+from kubernetes_asyncio.client import ApiClient, Configuration
 
 from sandbox.testing import ApiServerHandle, start_apiserver
 
@@ -55,3 +62,37 @@ def kubectl(api: ApiServerHandle, tmp_path: Path) -> Kubectl:
 @pytest.fixture
 def seed_yaml() -> str:
     return str(REPO / "examples" / "seed" / "normal.yaml")
+
+
+@pytest.fixture
+async def api_client(api: ApiServerHandle) -> AsyncIterator[ApiClient]:
+    configuration = Configuration()
+    await config.load_kube_config(config_file=api.kubeconfig, client_configuration=configuration)
+    async with ApiClient(configuration=configuration) as client:
+        yield client
+
+
+async def raw_request(
+    api: ApiServerHandle,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    content_type: str = "application/json",
+    token: str | None = None,
+    accept: str = "application/json",
+) -> tuple[int, Any, dict[str, str]]:
+    """One HTTP call with the given headers, for what typed clients cannot send."""
+    context = ssl.create_default_context(cadata=api.ca_pem.decode())
+    headers = {"Content-Type": content_type, "Accept": accept}
+    if token != "":
+        headers["Authorization"] = f"Bearer {token or api.token}"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, api.url + path, data=body, headers=headers, ssl=context) as response,
+    ):
+        text = await response.text()
+        try:
+            parsed: Any = json.loads(text)
+        except ValueError:
+            parsed = text
+        return response.status, parsed, dict(response.headers)
