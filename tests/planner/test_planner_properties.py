@@ -48,6 +48,8 @@ pod_states = st.sampled_from(
     [
         ("Pending", None, None),
         ("Running", None, None),
+        ("Running", None, None),
+        ("Running", None, None),
         ("Running", None, "CrashLoopBackOff"),
         ("Running", 1, None),
         ("Succeeded", 0, None),
@@ -56,15 +58,21 @@ pod_states = st.sampled_from(
         ("Failed", None, None),
     ]
 )
-
+PODGROUP_PHASES = ["", "Pending", "Inqueue", "Running", "Running", "Unknown"]
+pod_moves = st.tuples(st.just("pod"), st.integers(0, 7), pod_states, st.integers(0, 3))
+# Weighted towards pod changes, the moves that drive a job through its states.
 moves = st.one_of(
-    st.tuples(st.just("pod"), st.integers(0, 7), pod_states, st.integers(0, 3)),
-    st.tuples(st.just("podgroup"), st.sampled_from(["", "Pending", "Inqueue", "Running", "Unknown"])),
+    pod_moves,
+    pod_moves,
+    pod_moves,
+    pod_moves,
+    st.tuples(st.just("podgroup"), st.sampled_from(PODGROUP_PHASES)),
+    st.tuples(st.just("delete"), st.integers(0, 7)),
     st.tuples(st.just("delete"), st.integers(0, 7)),
     st.tuples(
         st.just("gone"),
     ),
-    st.tuples(st.just("suspend"), st.booleans()),
+    st.tuples(st.just("suspend"), st.sampled_from([True, False, False])),
     st.tuples(st.just("scale"), st.integers(0, 3)),
     st.tuples(st.just("wait"), st.integers(1, 60)),
 )
@@ -118,8 +126,8 @@ def _pairs(conditions: list[dict[str, Any]]) -> dict[str, str]:
     return {c["type"]: c["status"] for c in conditions}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=jobs, steps=st.lists(moves, max_size=25), graceful=st.booleans())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=jobs, steps=st.lists(moves, max_size=30), graceful=st.booleans())
 def test_planner_invariants_hold_over_random_histories(
     spec: dict[str, Any], steps: list[tuple[Any, ...]], graceful: bool
 ) -> None:

@@ -122,3 +122,19 @@ def test_s21_duplicate_pods_at_one_index_are_neither_counted_nor_replaced() -> N
     assert result.status["replicaStatuses"]["Worker"] == {}
     assert condition_types(result) == ["Created"]
     assert not any(isinstance(action, DeleteService) for action in result.actions)
+
+
+def test_a_pod_deleted_by_someone_else_is_replaced_once_gone_without_failing_d4() -> None:
+    job = make_job({"Worker": replica(2, "Never")})
+    cluster = Cluster(job, NO_GANG)
+    cluster.reconcile()
+    cluster.set_pod("tj-worker-0", "Running")
+    cluster.set_pod("tj-worker-1", "Running")
+    cluster.reconcile()
+    # kubectl delete pod: the pod terminates first
+    cluster.pods["tj-worker-1"]["metadata"]["deletionTimestamp"] = "2026-11-29T10:41:00Z"
+    assert cluster.reconcile().actions == ()  # still there: no second pod for index 1
+    assert cluster.conditions[-1] == ("Running", "True")
+    cluster.finish_deletions()
+    assert action_names(cluster.reconcile()) == ["CreatePod:tj-worker-1"]
+    assert cluster.conditions[-1] == ("Running", "True")
