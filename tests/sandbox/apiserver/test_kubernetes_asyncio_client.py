@@ -68,8 +68,8 @@ async def test_conflicts_not_found_and_already_exists_carry_kube_status_bodies(a
         await core.replace_namespaced_pod("conflict", "default", body)
     assert conflict.value.status == 409
     assert (
-        'Operation cannot be fulfilled on pods \\"conflict\\": the object has been modified; please apply your '
-        "changes to the latest version and try again" in conflict.value.body
+        'Operation cannot be fulfilled on pods \\"conflict\\": the object has been modified; please apply '
+        "your changes to the latest version and try again" in conflict.value.body
     )
     assert stale["metadata"]["name"] == "conflict"
     await core.delete_namespaced_pod("conflict", "default")
