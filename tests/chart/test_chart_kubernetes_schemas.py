@@ -21,6 +21,8 @@ import pytest
 import yaml
 from packaging.version import Version
 
+from tfjob.validation import validate_create
+
 from .render import chart_crds, find_object, load_chart, render_chart
 from .scenarios import SCENARIOS
 
@@ -87,6 +89,7 @@ def test_the_helm_test_tfjob_matches_the_charts_crd_schema() -> None:
     tfjob = yaml.safe_load(config_map["data"]["tfjob.yaml"])
     assert (tfjob["apiVersion"], tfjob["kind"]) == (f"{crd['spec']['group']}/v1", "TFJob")
     jsonschema.validate(tfjob, schema)
+    assert validate_create(tfjob) == []  # the validating webhook's own rules accept it too
     broken = json.loads(json.dumps(tfjob))
     broken["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = "one"
     with pytest.raises(jsonschema.ValidationError):
