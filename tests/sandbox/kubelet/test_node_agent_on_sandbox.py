@@ -1,0 +1,158 @@
+"""The node agent against the sandbox API server: real processes, real watches, real kubectl."""
+
+from __future__ import annotations
+
+import json
+
+from kube.resources import NODES, PODS
+
+from .harness import eventually, get_pod, pod_manifest, restarts, sandbox_cluster, status_column
+
+
+async def test_node_is_registered_ready_with_capacity_and_a_log_endpoint() -> None:
+    async with sandbox_cluster("las1:cpu=4,memory=8Gi;las2", scheduler=False) as cluster:
+        node = await cluster.api.get(NODES, "las1")
+        status = node["status"]
+        assert status["capacity"] == {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+        assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == cluster.agent.log_port  # type: ignore[union-attr]
+        assert {"type": "InternalIP", "address": "127.0.0.1"} in status["addresses"]
+        assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "las1"
+        assert (await cluster.api.get(NODES, "las2"))["status"]["allocatable"]["cpu"] == "8"
+
+
+async def test_a_crashing_pod_goes_through_error_and_crash_loop_back_off_and_its_logs_are_served() -> None:
+    async with sandbox_cluster() as cluster, cluster.watching(PODS) as pods:
+        await cluster.api.create(
+            PODS, pod_manifest("crash", "echo hello from $HOSTNAME; exit 1", restart_policy="OnFailure")
+        )
+
+        async def restarted_twice() -> bool:
+            return restarts(await get_pod(cluster.api, "crash")) >= 2
+
+        await eventually(restarted_twice, what="two restarts")
+        sequence = pods.distinct("crash", lambda p: (status_column(p), restarts(p)))
+        assert sequence[:8] == [
+            ("Pending", 0),
+            ("ContainerCreating", 0),
+            ("Running", 0),
+            ("Error", 0),
+            ("Running", 1),
+            ("Error", 1),
+            ("CrashLoopBackOff", 1),
+            ("Running", 2),
+        ]
+        crash_loop = next(p for p in pods.objects["crash"] if status_column(p) == "CrashLoopBackOff")
+        (container,) = crash_loop["status"]["containerStatuses"]
+        uid = crash_loop["metadata"]["uid"]
+        assert container["state"]["waiting"]["message"] == (
+            f"back-off 300ms restarting failed container=main pod=crash_default({uid})"
+        )
+        assert container["lastState"]["terminated"]["exitCode"] == 1
+        assert crash_loop["status"]["phase"] == "Running"
+
+        code, output = await cluster.kubectl("logs", "crash")
+        assert (code, output) == (0, "hello from crash\n")
+        code, output = await cluster.kubectl("logs", "crash", "--previous")
+        assert (code, output) == (0, "hello from crash\n")
+
+
+async def test_restart_policies_decide_the_final_phase() -> None:
+    async with sandbox_cluster() as cluster:
+        await cluster.api.create(PODS, pod_manifest("never", "exit 3", restart_policy="Never"))
+        await cluster.api.create(PODS, pod_manifest("done", "exit 0", restart_policy="OnFailure"))
+        await cluster.api.create(PODS, pod_manifest("always", "exit 0", restart_policy="Always"))
+
+        async def settled() -> bool:
+            phases = [(await get_pod(cluster.api, n))["status"].get("phase") for n in ("never", "done")]
+            return phases == ["Failed", "Succeeded"] and restarts(await get_pod(cluster.api, "always")) >= 1
+
+        await eventually(settled, what="the pods to settle")
+        never = await get_pod(cluster.api, "never")
+        (container,) = never["status"]["containerStatuses"]
+        assert container["state"]["terminated"]["exitCode"] == 3
+        assert container["state"]["terminated"]["reason"] == "Error"
+        assert container["restartCount"] == 0
+        done = await get_pod(cluster.api, "done")
+        assert done["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+        assert {c["type"]: c.get("reason") for c in done["status"]["conditions"]}["Ready"] == "PodCompleted"
+        always = await get_pod(cluster.api, "always")
+        assert always["status"]["phase"] == "Running"
+
+
+async def test_the_environment_reaches_the_process() -> None:
+    tf_config = (
+        '{"cluster":{"ps":["t-ps-0.default.svc:2222"]},"task":{"type":"ps","index":0},"environment":"cloud"}'
+    )
+    env = [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+        {"name": "TF_CONFIG", "value": tf_config},
+    ]
+    script = (
+        'printf "%s|%s|%s|%s|%s|%s\\n" '
+        '"$POD_NAME" "$POD_NAMESPACE" "$NODE_NAME" "$POD_IP" "$HOST_IP" "$TF_CONFIG"'
+    )
+    async with sandbox_cluster() as cluster:
+        await cluster.api.create(
+            PODS, pod_manifest("envy", script, restart_policy="Never", container={"env": env})
+        )
+
+        async def finished() -> bool:
+            return (await get_pod(cluster.api, "envy"))["status"].get("phase") == "Succeeded"
+
+        await eventually(finished, what="the pod to finish")
+        pod = await get_pod(cluster.api, "envy")
+        code, output = await cluster.kubectl("logs", "envy")
+        assert code == 0
+        assert output.rstrip("\n").split("|") == [
+            "envy",
+            "default",
+            "las1",
+            pod["status"]["podIP"],
+            "127.0.0.1",
+            tf_config,
+        ]
+        assert pod["status"]["podIP"].startswith("10.244.")
+        json.loads(output.rstrip("\n").split("|")[-1])
+
+
+async def test_deletion_is_graceful_then_final() -> None:
+    script = "trap 'echo terminating; exit 0' TERM; echo up; sleep 1000 & wait"
+    async with sandbox_cluster() as cluster, cluster.watching(PODS) as pods:
+        await cluster.api.create(PODS, pod_manifest("graceful", script))
+        await cluster.api.create(
+            PODS, pod_manifest("stubborn", "trap '' TERM; sleep 1000 & wait", terminationGracePeriodSeconds=1)
+        )
+
+        async def running() -> bool:
+            columns = [status_column(await get_pod(cluster.api, name)) for name in ("graceful", "stubborn")]
+            return columns == ["Running", "Running"]
+
+        await eventually(running, what="both pods running")
+        await eventually(_logged(cluster, "graceful", "up\n"), what="the first output")
+        await cluster.api.delete(PODS, "graceful", "default")
+        await cluster.api.delete(PODS, "stubborn", "default")
+
+        async def gone() -> bool:
+            return {"graceful", "stubborn"} <= pods.deleted
+
+        await eventually(gone, within=10, what="both pods deleted")  # far less than the default 30 s grace
+        graceful = pods.distinct("graceful", status_column)
+        assert graceful[-2:] == ["Terminating", "Completed"]
+        final = pods.objects["graceful"][-1]
+        assert final["status"]["phase"] == "Succeeded"
+        stubborn = pods.objects["stubborn"][-1]
+        terminated = stubborn["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (terminated["exitCode"], stubborn["status"]["phase"]) == (137, "Failed")
+
+
+def _logged(cluster, name: str, expected: str):  # type: ignore[no-untyped-def]
+    async def check() -> bool:
+        code, output = await cluster.kubectl("logs", name)
+        return code == 0 and output == expected
+
+    return check
