@@ -36,6 +36,7 @@ from webhook.review import (
     deny,
     parse_review,
 )
+from webhook.tfconfig_memo import TFConfigMemo
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +58,10 @@ def build_app(
 ) -> web.Application:
     app = web.Application(client_max_size=max_body_bytes)
 
+    tf_configs = TFConfigMemo(cluster_domain=settings.cluster_domain)
+
     async def decide_pod(request: AdmissionRequest) -> Decision:
-        return await admit_pod(request, jobs, settings)
+        return await admit_pod(request, jobs, settings, tf_configs)
 
     app.router.add_post(MUTATE_PODS_PATH, _endpoint(MUTATE_PODS_PATH, decide_pod, metrics))
     app.router.add_post(VALIDATE_TFJOBS_PATH, _endpoint(VALIDATE_TFJOBS_PATH, admit_tfjob, metrics))

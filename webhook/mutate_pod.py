@@ -41,6 +41,7 @@ from tfjob.settings import Settings
 from tfjob.tfconfig import tf_config
 from tfjob.wire import TFJob
 from webhook.review import AdmissionRequest, Decision, JSONObject, allow, deny
+from webhook.tfconfig_memo import TFConfigMemo
 
 # Decision reasons (metric label values): a small fixed set.
 REASON_MUTATED: Final = "mutated"
@@ -85,8 +86,13 @@ def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
     return PodTarget(namespace=namespace, job_name=job_name, pod=pod)
 
 
-def mutate_pod(target: PodTarget, job: TFJob | None, settings: Settings) -> Decision:
-    """The patch for ``target.pod`` given its TFJob (None: it does not exist)."""
+def mutate_pod(
+    target: PodTarget, job: TFJob | None, settings: Settings, tf_configs: TFConfigMemo | None = None
+) -> Decision:
+    """The patch for ``target.pod`` given its TFJob (None: it does not exist).
+
+    ``tf_configs`` remembers TF_CONFIG per job across calls; without one, each call computes it.
+    """
     job_ref = f"{target.namespace}/{target.job_name}"
     if job is None:
         return deny(
@@ -135,7 +141,10 @@ def mutate_pod(target: PodTarget, job: TFJob | None, settings: Settings) -> Deci
 
     patch: list[JSONObject] = []
     warnings: list[str] = []
-    value = tf_config(job, rtype, index, cluster_domain=settings.cluster_domain)
+    if tf_configs is None:
+        value = tf_config(job, rtype, index, cluster_domain=settings.cluster_domain)
+    else:
+        value = tf_configs.tf_config(job, rtype, index)
     if value is not None:
         _add_tf_config(patch, warnings, position, containers[position], value)
     if settings.gang_enabled:
