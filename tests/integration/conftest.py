@@ -18,8 +18,9 @@ from .operator import CONTROLLER_USER, Cluster, WebhookHandle, running_webhook
 
 @pytest.fixture(scope="session")
 def apiserver() -> Iterator[Any]:
-    testing = pytest.importorskip("sandbox.testing", reason="the sandbox API server has not landed yet")
-    with testing.start_apiserver() as handle:
+    from sandbox.testing import start_apiserver
+
+    with start_apiserver() as handle:
         yield handle
 
 

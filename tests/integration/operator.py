@@ -197,6 +197,8 @@ def running_webhook(apiserver: Any, workdir: Path) -> Iterator[WebhookHandle]:
                 str(apiserver.kubeconfig),
                 "--cert-dir",
                 str(cert_dir),
+                "--host",
+                "127.0.0.1",
                 "--port",
                 str(port),
                 "--ops-port",
@@ -323,7 +325,12 @@ def load_seed(name: str, job_name: str, namespace: str) -> dict[str, Any]:
 
 
 def container_status(
-    state: str, *, exit_code: int = 0, restart_count: int = 0, reason: str | None = None
+    state: str,
+    *,
+    exit_code: int = 0,
+    restart_count: int = 0,
+    reason: str | None = None,
+    message: str | None = None,
 ) -> dict[str, Any]:
     """A ``tensorflow`` containerStatus in state running, terminated or waiting."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -341,6 +348,8 @@ def container_status(
         }
     else:
         detail = {"waiting": {"reason": reason or "ContainerCreating"}}
+        if message is not None:
+            detail["waiting"]["message"] = message
     return {
         "name": "tensorflow",
         "image": "busybox:1.37.0-glibc",
@@ -490,6 +499,19 @@ def json_dump(obj: Any) -> str:
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 JOB_RESOURCES = frozenset({"pods", "services", "podgroups", "tfjobs"})
+
+
+def expire_watches(apiserver: Any) -> None:
+    """Compact the API server's history and end every open watch, so that every watcher comes back
+    with a resourceVersion that is now too old and gets 410 Gone (the sandbox handle has
+    ``compact()`` but no way to end open watches, so its storage is reached through ``call``)."""
+
+    async def expire() -> None:
+        storage = apiserver.server.state.storage
+        storage.compact()
+        storage.close_all_watches()
+
+    apiserver.call(expire())
 
 
 def controller_writes(apiserver: Any, user: str, namespace: str) -> list[Any]:

@@ -123,6 +123,7 @@ async def test_seed_worker_failure_fails_by_backoff_limit_and_removes_every_pod(
     async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
         await cluster.create_job(load_seed("worker-failure", "tftest", ns))
         states = StateRecorder(cluster, "tftest")
+        await eventually(lambda: _is(states.sample(), "Created"), what="Created")
         await admit_and_wait_for_pods(cluster, "tftest", 4)
         await cluster.set_podgroup_phase("tftest", "Running", running=4)
         await cluster.run_pods(PODS)
@@ -174,6 +175,7 @@ async def test_seed_ps_failure_still_succeeds_and_the_ps_keeps_running(
     async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
         await cluster.create_job(load_seed("ps-failure", "tftest", ns))
         states = StateRecorder(cluster, "tftest")
+        await eventually(lambda: _is(states.sample(), "Created"), what="Created")
         await admit_and_wait_for_pods(cluster, "tftest", 4)
         await cluster.set_podgroup_phase("tftest", "Running", running=4)
         await cluster.run_pods(PODS)
@@ -203,6 +205,10 @@ async def test_seed_ps_failure_still_succeeds_and_the_ps_keeps_running(
 
 async def _count(coro: Any, expected: int) -> bool:
     return len(await coro) == expected
+
+
+async def _is(coro: Any, expected: Any) -> bool:
+    return bool((await coro) == expected)
 
 
 async def _none(coro: Any) -> bool:
