@@ -62,6 +62,20 @@ class WebhookCallError(Exception):
     pass
 
 
+def denial(webhook_name: str, status: JsonObj) -> ApiError:
+    """kube-apiserver's rejection: the webhook's code (at least 400), reason and details, words prefixed."""
+    denied_by = f'admission webhook "{webhook_name}" denied the request'
+    message, reason = str(status.get("message") or ""), str(status.get("reason") or "")
+    if message:
+        text = f"{denied_by}: {message}"
+    elif reason:
+        text = f"{denied_by}: {reason}"
+    else:
+        text = f"{denied_by} without explanation"
+    code = int(status.get("code") or 0)
+    return ApiError(code if code >= 400 else 400, reason, text, status.get("details"))
+
+
 def _rule_matches(rule: JsonObj, attrs: AdmissionAttributes, group: str, version: str) -> bool:
     operations = rule.get("operations") or []
     if "*" not in operations and attrs.operation not in operations:
@@ -169,8 +183,6 @@ class Admission:
         info = attrs.info
         kind = {"group": info.group, "version": info.version, "kind": info.kind}
         resource = {"group": info.group, "version": info.version, "resource": info.resource}
-        if attrs.subresource == "status":
-            pass
         request: JsonObj = {
             "uid": str(uuid.uuid4()),
             "kind": kind,
@@ -287,13 +299,7 @@ class Admission:
             raise internal_error(f'failed calling webhook "{name}": {exc}') from exc
         warnings.extend(str(w) for w in result.get("warnings") or [])
         if not result.get("allowed"):
-            status = result.get("status") or {}
-            message = str(status.get("message") or "")
-            text = f'admission webhook "{name}" denied the request'
-            text = f"{text}: {message}" if message else f"{text} without explanation"
-            raise ApiError(
-                int(status.get("code") or 403), str(status.get("reason") or ""), text, status.get("details")
-            )
+            raise denial(name, result.get("status") or {})
         if mutating and result.get("patch") and obj is not None:
             if result.get("patchType", "JSONPatch") != "JSONPatch":
                 raise internal_error(
@@ -316,7 +322,6 @@ class Admission:
         if not matched:
             return obj
         current = obj
-        reinvoke: list[JsonObj] = []
         changed_after: dict[int, bool] = {}
         for index, (webhook, _configuration) in enumerate(matched):
             before = copy.deepcopy(current)
@@ -324,8 +329,6 @@ class Admission:
             if current != before:
                 for earlier in range(index):
                     changed_after[earlier] = True
-            if webhook.get("reinvocationPolicy") == "IfNeeded":
-                reinvoke.append(webhook)
         for index, (webhook, _configuration) in enumerate(matched):
             if webhook.get("reinvocationPolicy") == "IfNeeded" and changed_after.get(index):
                 current = await self._run(webhook, attrs, current, old, True, warnings)

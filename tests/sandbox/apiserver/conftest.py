@@ -26,10 +26,13 @@ class Kubectl:
     kubeconfig: str
     cache_dir: str
 
+    def command(self, *args: str) -> list[str]:
+        return [KUBECTL, "--kubeconfig", self.kubeconfig, "--cache-dir", self.cache_dir, *args]
+
     def run(
         self, *args: str, check: bool = True, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        command = [KUBECTL, "--kubeconfig", self.kubeconfig, "--cache-dir", self.cache_dir, *args]
+        command = self.command(*args)
         result = subprocess.run(
             command,
             capture_output=True,
