@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--period", type=_positive, default=1.0, help="seconds between sessions (default 1)")
     parser.add_argument(
+        "--min-interval",
+        type=_positive,
+        default=None,
+        help="least seconds between sessions when objects change (default: the period, as Volcano)",
+    )
+    parser.add_argument(
         "--overcommit-factor", type=_positive, default=1.2, help="enqueue overcommit (default 1.2)"
     )
     parser.add_argument(
@@ -60,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def options_from(args: argparse.Namespace) -> SchedulerOptions:
     return SchedulerOptions(
         period=args.period,
+        min_interval=args.min_interval if args.min_interval is not None else args.period,
         overcommit_factor=args.overcommit_factor,
         gang_scheduler_names=frozenset(args.scheduler_names or [VOLCANO_SCHEDULER_NAME]),
         plain_scheduler_names=frozenset(args.plain_names or [DEFAULT_SCHEDULER_NAME]),

@@ -10,9 +10,11 @@ otherwise, as Volcano's own CRD has none), Events through the aggregating record
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import datetime
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,8 +39,10 @@ logger = logging.getLogger(__name__)
 class SchedulerOptions:
     period: float = 1.0
     """Seconds between sessions when nothing changes (Volcano's schedule period)."""
-    min_interval: float = 0.05
-    """Changes arriving within this many seconds are handled by one session."""
+    min_interval: float = 1.0
+    """Least seconds between sessions. Equal to ``period`` (the default), sessions are strictly
+    periodic as in Volcano, so what changes within one period is seen together; tests lower it
+    to react to changes at once."""
     overcommit_factor: float = 1.2
     gang_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({VOLCANO_SCHEDULER_NAME}))
     plain_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({DEFAULT_SCHEDULER_NAME}))
@@ -112,13 +116,16 @@ class Scheduler:
             group.create_task(self._loop())
 
     async def _loop(self) -> None:
+        last = time.monotonic() - self._options.period
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self._options.period)
-                await asyncio.sleep(self._options.min_interval)
-            except TimeoutError:
-                pass
+            idle = last + self._options.period - time.monotonic()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, idle))
+            early = last + self._options.min_interval - time.monotonic()
+            if early > 0:
+                await asyncio.sleep(early)
             self._wake.clear()
+            last = time.monotonic()
             try:
                 await self.run_once()
             except ApiError as error:

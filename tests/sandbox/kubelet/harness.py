@@ -170,7 +170,9 @@ async def sandbox_cluster(
             if kubelet
             else None
         )
-        gang = Scheduler(api, recorder, SchedulerOptions(period=0.5)) if scheduler else None
+        gang = (
+            Scheduler(api, recorder, SchedulerOptions(period=0.5, min_interval=0.05)) if scheduler else None
+        )
         tasks = []
         if agent is not None:
             tasks.append(asyncio.create_task(agent.run()))
