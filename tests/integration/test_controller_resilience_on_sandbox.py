@@ -4,6 +4,7 @@ a compacted watch history: nothing is made twice, nothing is lost, only the lead
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -57,6 +58,11 @@ async def test_controller_killed_mid_job_and_restarted_duplicates_nothing_and_lo
     writes = controller_writes(apiserver, CONTROLLER_USER, ns)
     assert _created(writes) == {"pods": 4, "services": 4, "podgroups": 1}
     assert sorted(await cluster.pods("phoenix")) == names
+    # The process logs JSON lines that name the job they are about.
+    lines = [
+        json.loads(line) for line in (workdir / "second.log").read_text().splitlines() if line.startswith("{")
+    ]
+    assert any(line.get("job") == f"{ns}/phoenix" and line.get("job_uid") for line in lines)
     assert [c["type"] for c in job["status"]["conditions"]] == ["Created", "Running", "Succeeded"]
 
 

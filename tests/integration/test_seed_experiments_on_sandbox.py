@@ -213,3 +213,27 @@ async def _is(coro: Any, expected: Any) -> bool:
 
 async def _none(coro: Any) -> bool:
     return (await coro) is None
+
+
+async def test_never_more_than_one_status_write_per_observed_change(
+    cluster: Cluster, controller_kubeconfig: str, apiserver: Any
+) -> None:
+    """Pods that change one at a time: each change is seen by one pass and costs at most one write."""
+    ns = cluster.namespace
+    async with running_controller(controller_kubeconfig, controller_config(namespace=ns)) as controller:
+        await cluster.create_job(load_seed("normal", "tftest", ns))
+        await admit_and_wait_for_pods(cluster, "tftest", 4)
+        await asyncio.sleep(0.2)
+        changes = [
+            *((name, "Running", container_status("running")) for name in PODS),
+            *((name, "Succeeded", container_status("terminated")) for name in reversed(PODS)),
+        ]
+        for name, phase, container in changes:
+            before = len(status_writes(controller_writes(apiserver, CONTROLLER_USER, ns)))
+            async with controller.paused():
+                await cluster.set_pod(name, phase, container)
+                await asyncio.sleep(0.1)  # the change reaches the cache; the pass waits
+            await asyncio.sleep(0.2)  # the pass (and any writes it triggers) run
+            after = len(status_writes(controller_writes(apiserver, CONTROLLER_USER, ns)))
+            assert after - before <= 1, f"{after - before} status writes after {name} -> {phase}"
+        await wait_for_state(cluster, "tftest", "Succeeded")
