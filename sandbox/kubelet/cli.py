@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import tempfile
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from kube.api import KubeApi
 from kube.client import make_api_client
@@ -72,6 +76,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
+async def _until_signalled(work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work``; SIGTERM or SIGINT cancel it, so its cleanup (stopping processes) still runs."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, task.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    logger.info("stopped")
+
+
 async def serve(kubeconfig: str | None, options: AgentOptions) -> None:
     api = KubeApi(await make_api_client(kubeconfig), user_agent="tfgang-sandbox-kubelet")
     try:
@@ -100,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             log_port=args.log_port,
         )
         try:
-            asyncio.run(serve(args.kubeconfig, options))
+            asyncio.run(_until_signalled(serve(args.kubeconfig, options)))
         except KeyboardInterrupt:
             return 0
         except ConfigError as error:
