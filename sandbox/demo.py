@@ -1,0 +1,139 @@
+"""``tfgang-sandbox demo``: replay the seed transcript's TFJob experiments on a fresh local cluster.
+
+Starts the whole cluster (API server, Volcano-like scheduler, one node ``las1`` with the node
+agent, the tfgang webhook and controller as processes), then for each experiment shows kubectl's
+three watch streams and the Environment of ``tftest-ps-0``, as the transcript does, and deletes
+the job before the next one. Exits 0 only when every experiment ended in the transcript's state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from sandbox.cluster import ClusterError, ClusterOptions, LocalCluster
+from sandbox.kubectl import KubectlError, find_kubectl
+from sandbox.seedreplay import (
+    EXPERIMENTS,
+    ExperimentRecord,
+    SeedError,
+    SeedReplay,
+    backoff_base_for,
+    seed_dir,
+    shorten_manifest,
+)
+
+logger = logging.getLogger(__name__)
+
+NODES = "las1:cpu=8,memory=32Gi"
+CHOICES = (*EXPERIMENTS, "all")
+
+
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+    if not 1 <= value <= 20:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 20: {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "experiment",
+        nargs="?",
+        default="all",
+        choices=CHOICES,
+        help="which seed experiment to replay (default all, in the transcript's order)",
+    )
+    parser.add_argument(
+        "--speed",
+        type=_speed,
+        default=float(os.environ.get("TFGANG_DEMO_SPEED", "1")),
+        help="divide the seed's sleeps (and the crash back-off) by this, 1-20 (default 1: verbatim)",
+    )
+    parser.add_argument("--kubectl", default=None, help="kubectl binary (default: the venv's, else PATH)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="keep kubeconfigs and component logs here (default: a temporary directory)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=240.0, help="seconds each experiment may take (default 240)"
+    )
+    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def _display_path(path: Path) -> str:
+    return os.path.relpath(path)
+
+
+def _emit(line: str) -> None:
+    print(line, flush=True)
+
+
+async def replay(args: argparse.Namespace) -> int:
+    names = list(EXPERIMENTS) if args.experiment == "all" else [args.experiment]
+    kubectl_binary = find_kubectl(args.kubectl)
+    seeds = seed_dir()
+    manifests = {
+        name: shorten_manifest((seeds / f"{name}.yaml").read_text(encoding="utf-8"), args.speed)
+        for name in names
+    }
+    backoff = backoff_base_for(args.speed)
+    speed_note = (
+        "" if args.speed == 1 else f", sleeps divided by {args.speed:g}, crash back-off {backoff:.1f}s"
+    )
+    _emit(
+        f"==> starting the local cluster: API server, scheduler (Volcano, binpack), node {NODES}, "
+        f"tfgang webhook and controller{speed_note}"
+    )
+    options = ClusterOptions(nodes=NODES, operator=True, backoff_base=backoff, workdir=args.workdir)
+    records: list[ExperimentRecord] = []
+    async with LocalCluster(options) as cluster:
+        _emit(f"==> cluster ready: {cluster.url}, kubeconfig {cluster.kubeconfig}")
+        async with SeedReplay(cluster, kubectl_binary, _emit, timeout=args.timeout) as seed:
+            for index, name in enumerate(names, start=1):
+                _emit("")
+                _emit(f"==> experiment {index}/{len(names)}: {name}")
+                source = _display_path(seeds / f"{name}.yaml")
+                records.append(await seed.run(EXPERIMENTS[name], manifests[name], source))
+                await seed.delete_job(manifests[name])
+    _emit("")
+    for record in records:
+        verdict = (
+            "as in the transcript"
+            if record.reached
+            else "NOT as in the transcript: " + "; ".join(record.missing)
+        )
+        _emit(f"==> {record.experiment}: {EXPERIMENTS[record.experiment].final_state}: {verdict}")
+    return 0 if records and all(record.reached for record in records) else 1
+
+
+async def _main(args: argparse.Namespace) -> int:
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    return await replay(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(_main(args))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("==> interrupted; the cluster has been stopped", file=sys.stderr)
+        return 130
+    except (ClusterError, KubectlError, SeedError, OSError) as error:
+        print(f"tfgang-sandbox demo: {error}", file=sys.stderr)
+        return 1
