@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .render import find_objects, is_test_hook, render_chart
+from .rbac import Grant, allows, granted
+from .render import find_objects, render_chart
 from .scenarios import SCENARIOS
 
 NAMESPACE = "tfgang"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rbac.md"
-
-# (where, apiGroup, resource, verb, resourceName); "*" = every namespace (ClusterRole),
-# otherwise the namespace of the Role; "" resourceName = any object.
-Grant = tuple[str, str, str, str, str]
 
 LEASE = "1ca428e5.training-operator.kubeflow.org"
 
@@ -31,56 +27,40 @@ def _controller_grants(where: str) -> set[Grant]:
         ("", "events", "create patch"),
     }
     grants = {
-        (where, group, resource, verb, "") for group, resource, verbs in namespaced for verb in verbs.split()
+        Grant(where, group, resource, verb, "")
+        for group, resource, verbs in namespaced
+        for verb in verbs.split()
     }
-    grants |= {("*", "scheduling.k8s.io", "priorityclasses", verb, "") for verb in ("get", "list", "watch")}
     grants |= {
-        (NAMESPACE, "coordination.k8s.io", "leases", "create", ""),
-        (NAMESPACE, "coordination.k8s.io", "leases", "get", LEASE),
-        (NAMESPACE, "coordination.k8s.io", "leases", "update", LEASE),
+        Grant("*", "scheduling.k8s.io", "priorityclasses", verb, "") for verb in ("get", "list", "watch")
+    }
+    grants |= {
+        Grant(NAMESPACE, "coordination.k8s.io", "leases", "create", ""),
+        Grant(NAMESPACE, "coordination.k8s.io", "leases", "get", LEASE),
+        Grant(NAMESPACE, "coordination.k8s.io", "leases", "update", LEASE),
     }
     return grants
 
 
 def _webhook_grants(where: str, self_managed: bool) -> set[Grant]:
-    grants = {(where, "kubeflow.org", "tfjobs", verb, "") for verb in ("get", "list", "watch")}
+    grants = {Grant(where, "kubeflow.org", "tfjobs", verb, "") for verb in ("get", "list", "watch")}
     if self_managed:
         grants |= {
-            (NAMESPACE, "", "secrets", "create", ""),
-            (NAMESPACE, "", "secrets", "get", "tfgang-webhook-tls"),
-            (NAMESPACE, "", "secrets", "update", "tfgang-webhook-tls"),
+            Grant(NAMESPACE, "", "secrets", "create", ""),
+            Grant(NAMESPACE, "", "secrets", "get", "tfgang-webhook-tls"),
+            Grant(NAMESPACE, "", "secrets", "update", "tfgang-webhook-tls"),
         }
         for kind in ("mutating", "validating"):
             grants |= {
-                ("*", "admissionregistration.k8s.io", f"{kind}webhookconfigurations", verb, f"tfgang-{kind}")
+                Grant(
+                    "*",
+                    "admissionregistration.k8s.io",
+                    f"{kind}webhookconfigurations",
+                    verb,
+                    f"tfgang-{kind}",
+                )
                 for verb in ("get", "update")
             }
-    return grants
-
-
-def granted(objects: list[dict[str, Any]], service_account: str) -> set[Grant]:
-    """Every (where, group, resource, verb, name) the chart's bindings give ``service_account``."""
-    roles = {
-        (o["kind"], o["metadata"].get("namespace", "*"), o["metadata"]["name"]): o
-        for o in objects
-        if o["kind"] in ("Role", "ClusterRole") and not is_test_hook(o)
-    }
-    grants: set[Grant] = set()
-    for binding in objects:
-        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding") or is_test_hook(binding):
-            continue
-        subjects = {(s["kind"], s["name"], s.get("namespace")) for s in binding["subjects"]}
-        if ("ServiceAccount", service_account, NAMESPACE) not in subjects:
-            continue
-        where = binding["metadata"].get("namespace", "*")
-        ref = binding["roleRef"]
-        role = roles[(ref["kind"], where if ref["kind"] == "Role" else "*", ref["name"])]
-        for rule in role["rules"]:
-            for group in rule["apiGroups"]:
-                for resource in rule["resources"]:
-                    for verb in rule["verbs"]:
-                        for name in rule.get("resourceNames", [""]):
-                            grants.add((where, group, resource, verb, name))
     return grants
 
 
@@ -158,3 +138,24 @@ def test_docs_list_exactly_the_rendered_permissions() -> None:
         for _, group, resource, verb, _ in granted(objects, f"tfgang-{component}")
     }
     assert _documented_grants() == rendered
+
+
+def test_allows_decides_like_rbac() -> None:
+    objects = render_chart(SCENARIOS["namespace-scoped"], NAMESPACE)
+    controller = granted(objects, "tfgang-controller")
+    webhook = granted(objects, "tfgang-webhook")
+    pods = {"group": "", "resource": "pods", "name": "job-worker-0"}
+    assert allows(controller, verb="create", namespace="team-a", **pods)
+    assert not allows(controller, verb="create", namespace="team-b", **pods)
+    assert not allows(controller, verb="list", namespace="", **pods)  # no cluster-wide list here
+    assert not allows(controller, verb="patch", namespace="team-a", **pods)
+    lease = {"group": "coordination.k8s.io", "resource": "leases", "namespace": NAMESPACE}
+    assert allows(controller, verb="update", name=LEASE, **lease)
+    assert not allows(controller, verb="update", name="another-lease", **lease)
+    assert allows(controller, verb="create", name="", **lease)
+    secret = {"group": "", "resource": "secrets", "namespace": NAMESPACE}
+    assert allows(webhook, verb="get", name="tfgang-webhook-tls", **secret)
+    assert not allows(webhook, verb="get", name="someone-elses", **secret)
+    assert allows(
+        controller, verb="list", group="scheduling.k8s.io", resource="priorityclasses", namespace="", name=""
+    )
