@@ -174,7 +174,7 @@ class LeaderElector:
         stamp = _micro_time()
         if holder != self._identity:
             new_spec["acquireTime"] = stamp
-            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         new_spec["holderIdentity"] = self._identity
         new_spec["leaseDurationSeconds"] = max(1, round(self._lease_duration))
         new_spec["renewTime"] = stamp

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from kube.api import KubeApi
 from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, UnsupportedMediaType
 from kube.patches import PatchType, json_patch_test_resource_version
-from kube.resources import CONFIGMAPS, MUTATING_WEBHOOK_CONFIGURATIONS, PODGROUPS_V1BETA1, PODS
+from kube.resources import CONFIGMAPS, PODGROUPS_V1BETA1, PODS
 
 
 def configmap(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -86,34 +85,16 @@ async def test_json_patch_with_a_resource_version_guard(kube_api: KubeApi, names
     assert (await kube_api.get(CONFIGMAPS, "j", namespace))["data"] == {"a": "1", "b": "2"}
 
 
-async def test_strategic_merge_patch_merges_lists_by_key(kube_api: KubeApi) -> None:
-    name = f"kube-test-{id(kube_api):x}"
-    ca_old = base64.b64encode(b"old").decode()
-    ca_new = base64.b64encode(b"new").decode()
-
-    def webhook(hook: str) -> dict[str, Any]:
-        return {
-            "name": hook,
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Ignore",
-            "clientConfig": {"url": "https://127.0.0.1:1/x", "caBundle": ca_old},
-            "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"],
-                       "resources": ["nothings"]}],
-        }
-
-    body = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": name}, "webhooks": [webhook("a.example.com"), webhook("b.example.com")]}
-    await kube_api.create(MUTATING_WEBHOOK_CONFIGURATIONS, body)
-    try:
-        patch = {"webhooks": [{"name": "b.example.com", "clientConfig": {"caBundle": ca_new}}]}
-        patched = await kube_api.patch(MUTATING_WEBHOOK_CONFIGURATIONS, name, patch,
-                                       patch_type=PatchType.STRATEGIC)
-        bundles = {hook["name"]: hook["clientConfig"]["caBundle"] for hook in patched["webhooks"]}
-        assert bundles == {"a.example.com": ca_old, "b.example.com": ca_new}
-        assert patched["webhooks"][1]["clientConfig"]["url"] == "https://127.0.0.1:1/x"
-    finally:
-        await kube_api.delete(MUTATING_WEBHOOK_CONFIGURATIONS, name)
+async def test_strategic_merge_patch_merges_lists_by_key(kube_api: KubeApi, namespace: str) -> None:
+    body = pod("s")
+    body["spec"]["containers"].append({"name": "sidecar", "image": "busybox", "command": ["sleep", "1"]})
+    await kube_api.create(PODS, body, namespace)
+    # a merge patch would replace the whole list; a strategic one merges by container name
+    patch = {"spec": {"containers": [{"name": "sidecar", "image": "busybox:1.36"}]}}
+    patched = await kube_api.patch(PODS, "s", patch, namespace, patch_type=PatchType.STRATEGIC)
+    images = {c["name"]: c["image"] for c in patched["spec"]["containers"]}
+    assert images == {"main": "busybox", "sidecar": "busybox:1.36"}
+    assert patched["spec"]["containers"][1]["command"] == ["sleep", "1"]
 
 
 async def test_patch_type_is_stated_explicitly_and_checked_against_the_body(kube_api: KubeApi) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kube.patches import PatchType, escape_json_pointer, json_patch_test_resource_version, merge_patch
@@ -34,11 +34,13 @@ json_values = st.recursive(
 objects = st.dictionaries(st.text(max_size=2), json_values, max_size=4)
 
 
+@settings(max_examples=60, deadline=None)
 @given(objects, objects)
 def test_merge_patch_turns_old_into_new(old: dict[str, Any], new: dict[str, Any]) -> None:
     assert apply_merge_patch(old, merge_patch(old, new)) == new
 
 
+@settings(max_examples=30, deadline=None)
 @given(objects)
 def test_merge_patch_of_equal_objects_is_empty(obj: dict[str, Any]) -> None:
     assert merge_patch(obj, obj) == {}

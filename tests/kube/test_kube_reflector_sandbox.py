@@ -93,7 +93,7 @@ async def test_list_then_watch_keeps_the_store_and_indexes_current(
     assert modified[2] is not None  # the handler got the previous version
 
 
-async def test_relist_after_410_reconciles_changes_missed_in_the_gap(
+async def test_compaction_makes_the_reflector_relist_and_the_store_stays_exact(
     sandbox_apiserver: Any, kube_api: KubeApi, namespace: str, running: Callable[[Reflector], None]
 ) -> None:
     for name in ["a", "b", "c"]:
@@ -117,6 +117,7 @@ async def test_relist_after_410_reconciles_changes_missed_in_the_gap(
     await until(lambda: store_state(store) == expected)
     assert sorted(expected) == ["b", "c", "d", "e"]
     # every change reached the handlers exactly once, whether by watch or by the relist's diff
+    # (test_kube_reflector_faults shows the diff reporting changes made during the gap itself)
     assert recorder.names("DELETED") == ["a"]
     assert sorted(recorder.names("ADDED")) == ["a", "b", "c", "d", "e"]
     assert recorder.names("MODIFIED") == ["b"]
