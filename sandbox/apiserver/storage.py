@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sandbox.apiserver.registry import StorageKey
-from sandbox.apiserver.status import gone
+from sandbox.apiserver.status import ApiError, gone
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class StoredEvent:
 class Watcher:
     key: StorageKey
     namespace: str | None
-    queue: asyncio.Queue[StoredEvent | None] = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[StoredEvent | ApiError | None] = field(default_factory=asyncio.Queue)
 
     def wants(self, event: StoredEvent) -> bool:
         return self.namespace is None or event.namespace == self.namespace
@@ -191,9 +191,17 @@ class Storage:
             listener(event)
 
     def compact(self) -> None:
-        """Forget the watch history: watches from any earlier resourceVersion now get 410 Gone."""
+        """Forget the watch history: watches from any earlier resourceVersion now get 410 Gone.
+
+        Open watches end with a 410 ERROR event too (after the events already sent to them), as
+        when a client falls out of kube-apiserver's watch window, so clients must relist.
+        """
         self._history.clear()
         self._oldest_watchable = self._revision
+        expired = gone(f"too old resource version: {self._revision} ({self._revision + 1})")
+        for watchers in self._watchers.values():
+            for watcher in watchers:
+                watcher.queue.put_nowait(expired)
 
     def set_window(self, window: int) -> None:
         self._window = max(1, window)

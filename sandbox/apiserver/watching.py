@@ -139,7 +139,7 @@ class WatchStream:
         finally:
             storage.unwatch(watcher)
 
-    async def _follow(self, queue: asyncio.Queue[StoredEvent | None]) -> None:
+    async def _follow(self, queue: asyncio.Queue[StoredEvent | ApiError | None]) -> None:
         deadline = time.monotonic() + self.request.timeout
         interval = self.state.bookmark_interval
         next_bookmark = time.monotonic() + interval
@@ -150,7 +150,7 @@ class WatchStream:
                     await self.write(self._bookmark())
                 return
             wait = min(deadline, next_bookmark if self.request.bookmarks else deadline) - now
-            event: StoredEvent | None
+            event: StoredEvent | ApiError | None
             try:
                 event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.001))
             except TimeoutError:
@@ -158,16 +158,21 @@ class WatchStream:
                     await self.write(self._bookmark())
                     next_bookmark = time.monotonic() + interval
                 continue
-            if event is None:
+            if not await self._deliver(event):
                 return
-            line = self._event_line(event)
-            if line is not None:
-                await self.write(line)
             with contextlib.suppress(asyncio.QueueEmpty):
                 while True:
-                    more = queue.get_nowait()
-                    if more is None:
+                    if not await self._deliver(queue.get_nowait()):
                         return
-                    more_line = self._event_line(more)
-                    if more_line is not None:
-                        await self.write(more_line)
+
+    async def _deliver(self, item: StoredEvent | ApiError | None) -> bool:
+        """Write one queued item; False when the watch ends with it."""
+        if item is None:
+            return False
+        if isinstance(item, ApiError):
+            await self.write(_line("ERROR", item.body()))
+            return False
+        line = self._event_line(item)
+        if line is not None:
+            await self.write(line)
+        return True
