@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from kube.api import KubeApi
-from kube.errors import AlreadyExists, ApiError
+from kube.errors import AlreadyExists, ApiError, NotFound
+from kube.events import EventRecorder
 from kube.patches import PatchType
 from kube.reflector import Reflector
-from kube.resources import NODES, PODS
+from kube.resources import LEASES, NODES, PODS
 from kube.store import Store
 from sandbox.kubelet.backoff import BackoffPolicy
 from sandbox.kubelet.ipam import PodIpAllocator, PodIpExhausted
@@ -29,6 +30,9 @@ from sandbox.kubelet.nodespec import NodeSpec
 from sandbox.kubelet.podworker import NodeFacts, PodWorker, WorkerSettings
 
 logger = logging.getLogger(__name__)
+
+LEASE_NAMESPACE = "kube-node-lease"
+LEASE_SECONDS = 40
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,10 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _micro_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 class NodeAgent:
     def __init__(self, api: KubeApi, options: AgentOptions) -> None:
         self._api = api
@@ -60,6 +68,8 @@ class NodeAgent:
         self._tasks: set[asyncio.Task[None]] = set()
         self._settings = WorkerSettings(options.state_dir, options.backoff, options.start_delay)
         self._node_conditions: dict[str, list[dict[str, Any]]] = {}
+        self._recorders = {spec.name: EventRecorder(api, "kubelet", host=spec.name) for spec in options.nodes}
+        self._leases = True
         self.ready = asyncio.Event()
 
     @property
@@ -82,6 +92,8 @@ class NodeAgent:
         finally:
             await self._stop_workers()
             await self._log_server.stop()
+            for recorder in self._recorders.values():
+                await recorder.close(drain_seconds=1)
 
     async def _stop_workers(self) -> None:
         tasks = list(self._tasks)
@@ -101,6 +113,35 @@ class NodeAgent:
             )
             logger.info("adopted existing node %s", spec.name)
         await self._write_node_status(spec)
+        await self._renew_lease(spec)
+
+    async def _renew_lease(self, spec: NodeSpec) -> None:
+        """Renew the node's Lease as kubelets do; skipped where kube-node-lease does not exist."""
+        if not self._leases:
+            return
+        renewed = {
+            "spec": {
+                "holderIdentity": spec.name,
+                "leaseDurationSeconds": LEASE_SECONDS,
+                "renewTime": _micro_now(),
+            }
+        }
+        try:
+            await self._api.patch(LEASES, spec.name, renewed, LEASE_NAMESPACE, patch_type=PatchType.MERGE)
+            return
+        except NotFound:
+            pass
+        body = {
+            "apiVersion": LEASES.api_version,
+            "kind": LEASES.kind,
+            "metadata": {"name": spec.name, "namespace": LEASE_NAMESPACE},
+            **renewed,
+        }
+        try:
+            await self._api.create(LEASES, body, LEASE_NAMESPACE)
+        except NotFound:
+            logger.info("no %s namespace: node heartbeats go to the node status only", LEASE_NAMESPACE)
+            self._leases = False
 
     async def _write_node_status(self, spec: NodeSpec) -> None:
         status = node_status(spec, self.log_port, _now(), self._node_conditions.get(spec.name, ()))
@@ -115,6 +156,7 @@ class NodeAgent:
             for spec in self._options.nodes:
                 try:
                     await self._write_node_status(spec)
+                    await self._renew_lease(spec)
                 except ApiError as error:
                     logger.warning("node %s: heartbeat failed: %s", spec.name, error)
 
@@ -143,7 +185,15 @@ class NodeAgent:
             logger.error("pod %s/%s cannot start: %s", meta.get("namespace"), meta.get("name"), error)
             return
         spec = self._nodes[node]
-        worker = PodWorker(self._api, pod, NodeFacts(node, spec.capacity), pod_ip, self._logs, self._settings)
+        worker = PodWorker(
+            self._api,
+            pod,
+            NodeFacts(node, spec.capacity),
+            pod_ip,
+            self._logs,
+            self._settings,
+            self._recorders[node],
+        )
         self._workers[uid] = worker
         task = asyncio.get_running_loop().create_task(self._run_worker(worker, node), name=f"pod-{uid}")
         self._tasks.add(task)

@@ -24,6 +24,7 @@ from typing import Any
 
 from kube.api import KubeApi
 from kube.errors import ApiError, Conflict, NotFound
+from kube.events import EventRecorder
 from kube.patches import PatchType
 from kube.resources import CONFIGMAPS, PODS, SECRETS
 from sandbox.kubelet import backoff as bo
@@ -137,8 +138,10 @@ class PodWorker:
         pod_ip: str,
         logs: LogStore,
         settings: WorkerSettings,
+        events: EventRecorder | None = None,
     ) -> None:
         self._api = api
+        self._events = events
         self.pod = pod
         self._node = node
         self._pod_ip = pod_ip
@@ -172,12 +175,27 @@ class PodWorker:
         return f"{self.namespace}/{self.name}"
 
     @property
+    def _pod_ref(self) -> str:
+        """The kubelet's way of naming a pod in messages: ``name_namespace(uid)``."""
+        return f"{self.name}_{self.namespace}({self.uid})"
+
+    @property
     def _deleting(self) -> bool:
         return bool((self.pod.get("metadata") or {}).get("deletionTimestamp"))
 
     @property
     def _restart_policy(self) -> str:
         return str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
+
+    def _event(self, type_: str, reason: str, message: str) -> None:
+        if self._events is None:
+            return
+        involved = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": self.name, "namespace": self.namespace, "uid": self.uid},
+        }
+        self._events.record(involved, type_, reason, message)
 
     def _records(self) -> tuple[ContainerRecord, ...]:
         return tuple(slot.record for slot in self._slots.values())
@@ -309,6 +327,7 @@ class PodWorker:
         except EnvError as error:
             slot.record = replace(old, state=Waiting(CREATE_CONFIG_ERROR, str(error)))
             logger.warning("pod %s container %s: %s", self._key, old.name, error)
+            self._event("Warning", "Failed", f"Error: {error}")
             retry = _RestartDue(old.name, slot.generation)
             slot.timers.append(
                 asyncio.get_running_loop().call_later(
@@ -333,6 +352,7 @@ class PodWorker:
         try:
             process = await ContainerProcess.start(argv, process_env, working_dir, log_path)
         except StartFailed as error:
+            self._event("Warning", "Failed", f'Error: failed to start container "{old.name}": {error}')
             self._logs.instance_ended(self.uid, old.name)
             failure = Terminated(128, started, now_text(), special_reason="StartError", message=str(error))
             slot.record = ContainerRecord(
@@ -341,6 +361,9 @@ class PodWorker:
             self._inbox.put_nowait(_Exited(old.name, slot.generation, 128))
             return
         slot.process = process
+        self._event("Normal", "Pulled", f'Container image "{old.image}" already present on machine')
+        self._event("Normal", "Created", f"Created container: {old.name}")
+        self._event("Normal", "Started", f"Started container {old.name}")
         slot.record = ContainerRecord(
             old.name, old.image, Running(started), last_state, restart_count, container_id, last_id
         )
@@ -406,8 +429,7 @@ class PodWorker:
             return
         delay = bo.restart_delay(slot.backoff, slot.finished_mono, self._settings.backoff)
         message = (
-            f"back-off {bo.go_duration(delay)} restarting failed container={record.name} "
-            f"pod={self.name}_{self.namespace}({self.uid})"
+            f"back-off {bo.go_duration(delay)} restarting failed container={record.name} pod={self._pod_ref}"
         )
         slot.record = ContainerRecord(
             record.name,
@@ -419,6 +441,11 @@ class PodWorker:
             record.container_id,
         )
         self._logs.set_waiting(self.uid, record.name, CRASH_LOOP_BACK_OFF)
+        self._event(
+            "Warning",
+            "BackOff",
+            f"Back-off restarting failed container {record.name} in pod {self._pod_ref}",
+        )
         await self._publish()
 
     def _grace_seconds(self) -> float:
@@ -434,6 +461,8 @@ class PodWorker:
         grace = self._grace_seconds()
         logger.info("pod %s is being deleted; stopping containers (grace %.0fs)", self._key, grace)
         running = [slot for slot in self._slots.values() if slot.process is not None]
+        for slot in running:
+            self._event("Normal", "Killing", f"Stopping container {slot.record.name}")
         for slot in self._slots.values():
             slot.cancel_timers()
             slot.restart_pending = False

@@ -92,10 +92,12 @@ async def _until_signalled(work: Coroutine[Any, Any, None]) -> None:
 async def serve(kubeconfig: str | None, options: SchedulerOptions) -> None:
     api = KubeApi(await make_api_client(kubeconfig), user_agent="tfgang-sandbox-scheduler")
     recorder = EventRecorder(api, COMPONENT)
+    plain_recorder = EventRecorder(api, DEFAULT_SCHEDULER_NAME)
     try:
-        await Scheduler(api, recorder, options).run()
+        await Scheduler(api, recorder, options, plain_recorder=plain_recorder).run()
     finally:
         await recorder.close()
+        await plain_recorder.close()
         await api.close()
 
 

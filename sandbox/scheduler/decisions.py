@@ -6,7 +6,7 @@ The session computes these without I/O; the scheduler loop carries them out agai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NotRequired, TypedDict
+from typing import Final, NotRequired, TypedDict
 
 
 class PodGroupCondition(TypedDict):
@@ -35,12 +35,18 @@ class PodCondition(TypedDict):
     message: str
 
 
+GANG: Final = "volcano"
+PLAIN: Final = "default-scheduler"
+
+
 @dataclass(frozen=True)
 class Bind:
     namespace: str
     name: str
     uid: str
     node: str
+    source: str = GANG
+    """Which scheduler decided: ``volcano`` or ``default-scheduler`` (the events' source)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class EventNote:
     type: str
     reason: str
     message: str
+    source: str = GANG
 
 
 @dataclass(frozen=True)

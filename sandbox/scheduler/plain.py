@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sandbox.scheduler.decisions import Bind, EventNote, PodUnschedulable, SessionResult
+from sandbox.scheduler.decisions import PLAIN, Bind, EventNote, PodUnschedulable, SessionResult
 from sandbox.scheduler.gang import FAILED_SCHEDULING, UNSCHEDULABLE, pod_unschedulable
 from sandbox.scheduler.ledger import Ledger
 from sandbox.scheduler.placement import Placement, least_allocated_score
@@ -23,12 +23,14 @@ def schedule_plain(tasks: Sequence[TaskInfo], ledger: Ledger, now: str) -> Sessi
         outcome = ledger.place(task, least_allocated_score, volcano=False)
         if isinstance(outcome, Placement):
             ledger.commit(task, outcome.node)
-            binds.append(Bind(task.namespace, task.name, task.uid, outcome.node))
+            binds.append(Bind(task.namespace, task.name, task.uid, outcome.node, PLAIN))
             continue
         update = pod_unschedulable(task, UNSCHEDULABLE, outcome, now)
         if update is not None:
             conditions.append(update)
         events.append(
-            EventNote("v1", "Pod", task.namespace, task.name, task.uid, "Warning", FAILED_SCHEDULING, outcome)
+            EventNote(
+                "v1", "Pod", task.namespace, task.name, task.uid, "Warning", FAILED_SCHEDULING, outcome, PLAIN
+            )
         )
     return SessionResult(binds=tuple(binds), pod_conditions=tuple(conditions), events=tuple(events))

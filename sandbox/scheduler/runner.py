@@ -26,7 +26,15 @@ from kube.patches import PatchType
 from kube.reflector import Reflector
 from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1, Resource
 from kube.store import Store
-from sandbox.scheduler.decisions import Bind, EventNote, PodGroupStatusWrite, PodUnschedulable, SessionResult
+from sandbox.scheduler.decisions import (
+    GANG,
+    PLAIN,
+    Bind,
+    EventNote,
+    PodGroupStatusWrite,
+    PodUnschedulable,
+    SessionResult,
+)
 from sandbox.scheduler.gang import GangConfig
 from sandbox.scheduler.overlay import WriteOverlay
 from sandbox.scheduler.session import run_session
@@ -79,10 +87,16 @@ def podgroup_status_patch(write: PodGroupStatusWrite) -> dict[str, Any]:
 
 class Scheduler:
     def __init__(
-        self, api: KubeApi, recorder: EventRecorder, options: SchedulerOptions = SchedulerOptions()
+        self,
+        api: KubeApi,
+        recorder: EventRecorder,
+        options: SchedulerOptions = SchedulerOptions(),
+        *,
+        plain_recorder: EventRecorder | None = None,
     ) -> None:
+        """Volcano's events go to ``recorder``, the plain scheduler's to ``plain_recorder`` (or the same)."""
         self._api = api
-        self._recorder = recorder
+        self._recorders = {GANG: recorder, PLAIN: plain_recorder or recorder}
         self._options = options
         self._wake = asyncio.Event()
         self._overlay = WriteOverlay()
@@ -192,6 +206,12 @@ class Scheduler:
             logger.warning("binding %s to %s failed: %s", key, bind.node, error)
             return
         logger.info("bound %s to %s", key, bind.node)
+        message = f"Successfully assigned {key} to {bind.node}"
+        self._record(
+            EventNote(
+                "v1", "Pod", bind.namespace, bind.name, bind.uid, "Normal", "Scheduled", message, bind.source
+            )
+        )
         if cached is not None:
             assumed = copy.deepcopy(cached)
             assumed.setdefault("spec", {})["nodeName"] = bind.node
@@ -257,4 +277,4 @@ class Scheduler:
             "kind": note.kind,
             "metadata": {"name": note.name, "namespace": note.namespace, "uid": note.uid},
         }
-        self._recorder.record(involved, note.type, note.reason, note.message)
+        self._recorders[note.source].record(involved, note.type, note.reason, note.message)

@@ -157,6 +157,7 @@ async def sandbox_cluster(
     with start_apiserver() as handle, tempfile.TemporaryDirectory(prefix="tfgang-kubelet-test-") as state:
         api = KubeApi(await make_api_client(handle.kubeconfig))
         recorder = EventRecorder(api, "volcano")
+        plain_recorder = EventRecorder(api, "default-scheduler")
         agent = (
             NodeAgent(
                 api,
@@ -171,7 +172,11 @@ async def sandbox_cluster(
             else None
         )
         gang = (
-            Scheduler(api, recorder, SchedulerOptions(period=0.5, min_interval=0.05)) if scheduler else None
+            Scheduler(
+                api, recorder, SchedulerOptions(period=0.5, min_interval=0.05), plain_recorder=plain_recorder
+            )
+            if scheduler
+            else None
         )
         tasks = []
         if agent is not None:
@@ -187,6 +192,7 @@ async def sandbox_cluster(
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await recorder.close(drain_seconds=1)
+            await plain_recorder.close(drain_seconds=1)
             await api.close()
 
 

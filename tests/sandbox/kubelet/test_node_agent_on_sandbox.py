@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kube.resources import NODES, PODS
+from kube.resources import EVENTS, LEASES, NODES, PODS
 
 from .harness import eventually, get_pod, pod_manifest, restarts, sandbox_cluster, status_column
 
@@ -19,6 +19,8 @@ async def test_node_is_registered_ready_with_capacity_and_a_log_endpoint() -> No
         assert {"type": "InternalIP", "address": "127.0.0.1"} in status["addresses"]
         assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "las1"
         assert (await cluster.api.get(NODES, "las2"))["status"]["allocatable"]["cpu"] == "8"
+        lease = await cluster.api.get(LEASES, "las1", "kube-node-lease")
+        assert lease["spec"]["holderIdentity"] == "las1"
 
 
 async def test_a_crashing_pod_goes_through_error_and_crash_loop_back_off_and_its_logs_are_served() -> None:
@@ -50,6 +52,23 @@ async def test_a_crashing_pod_goes_through_error_and_crash_loop_back_off_and_its
         )
         assert container["lastState"]["terminated"]["exitCode"] == 1
         assert crash_loop["status"]["phase"] == "Running"
+
+        async def events_written() -> bool:
+            events, _ = await cluster.api.list_all(EVENTS, "default")
+            return {"Scheduled", "Started", "BackOff"} <= {e["reason"] for e in events}
+
+        await eventually(events_written, what="the scheduler's and kubelet's events")
+        events, _ = await cluster.api.list_all(EVENTS, "default")
+        scheduled = next(e for e in events if e["reason"] == "Scheduled")
+        assert (scheduled["source"]["component"], scheduled["message"]) == (
+            "default-scheduler",
+            "Successfully assigned default/crash to las1",
+        )
+        started = next(e for e in events if e["reason"] == "Started")
+        assert (started["source"], started["message"]) == (
+            {"component": "kubelet", "host": "las1"},
+            "Started container main",
+        )
 
         code, output = await cluster.kubectl("logs", "crash")
         assert (code, output) == (0, "hello from crash\n")
