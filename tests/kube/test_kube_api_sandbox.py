@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kube.api import KubeApi
+from kube.apimetrics import PrometheusRequestMetrics
 from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, UnsupportedMediaType
 from kube.patches import PatchType, json_patch_test_resource_version
 from kube.resources import CONFIGMAPS, PODGROUPS_V1BETA1, PODS
+from tests.kube.conftest import connect
 
 
 def configmap(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -127,3 +130,18 @@ async def test_strategic_merge_on_a_custom_resource_is_415(kube_api: KubeApi, na
     with pytest.raises(UnsupportedMediaType):
         await kube_api.patch(PODGROUPS_V1BETA1, "nothing", {"spec": {}}, namespace,
                              patch_type=PatchType.STRATEGIC)
+
+
+async def test_request_observer_counts_every_request(sandbox_apiserver: Any, namespace: str) -> None:
+    registry = CollectorRegistry()
+    async with connect(sandbox_apiserver, qps=0, on_request=PrometheusRequestMetrics(registry)) as api:
+        await api.create(CONFIGMAPS, configmap("counted", {}), namespace)
+        with pytest.raises(NotFound):
+            await api.get(CONFIGMAPS, "absent", namespace)
+    assert registry.get_sample_value(
+        "rest_client_requests_total", {"verb": "create", "resource": "configmaps", "code": "201"}
+    ) == 1.0
+    assert registry.get_sample_value(
+        "rest_client_requests_total", {"verb": "get", "resource": "configmaps", "code": "404"}
+    ) == 1.0
+
