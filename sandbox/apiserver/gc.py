@@ -20,7 +20,7 @@ from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.operations import RequestContext, _attributes, update
 from sandbox.apiserver.registry import ResourceInfo, StorageKey
 from sandbox.apiserver.state import ApiState, timestamp
-from sandbox.apiserver.status import ApiError, bad_request, conflict, forbidden, not_found
+from sandbox.apiserver.status import ApiError, bad_request, conflict, forbidden, not_found, success_body
 from sandbox.apiserver.storage import ObjectRef, StoredEvent
 
 logger = logging.getLogger(__name__)
@@ -32,6 +32,13 @@ ORPHAN = "orphan"
 PODS = StorageKey("", "pods")
 SERVICES = StorageKey("", "services")
 NAMESPACES = StorageKey("", "namespaces")
+RETURN_DELETED_OBJECT = frozenset(
+    {
+        PODS,
+        SERVICES,
+        StorageKey("apiextensions.k8s.io", "customresourcedefinitions"),
+    }
+)
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 GC_USER = UserInfo(
     "system:serviceaccount:kube-system:generic-garbage-collector",
@@ -168,7 +175,7 @@ class Deleter:
             current_grace = int(meta.get("deletionGracePeriodSeconds") or 0)
             if grace >= current_grace and finalizers == list(meta.get("finalizers") or []):
                 if current_grace == 0 and not finalizers:
-                    return objects.served(info, storage.remove(info.storage_key, namespace, name) or existing)
+                    return self._deleted(info, storage.remove(info.storage_key, namespace, name) or existing)
                 return objects.served(info, existing)
         if grace > 0 or finalizers:
             marked = objects.clone(existing)
@@ -186,7 +193,24 @@ class Deleter:
                 self._spawn(self._delete_dependents(uid, "Foreground"))
             return objects.served(info, stored)
         removed = storage.remove(info.storage_key, namespace, name)
-        return objects.served(info, removed or existing)
+        return self._deleted(info, removed or existing)
+
+    @staticmethod
+    def _deleted(info: ResourceInfo, obj: JsonObj) -> JsonObj:
+        """What DELETE answers once the object is gone: the object itself for the kinds whose storage
+        returns deleted objects (pods, services, CRDs, custom resources), else a Success Status."""
+        if info.is_custom or info.storage_key in RETURN_DELETED_OBJECT:
+            return objects.served(info, obj)
+        meta = obj.get("metadata") or {}
+        details = {
+            "name": meta.get("name", ""),
+            "group": info.group,
+            "kind": info.resource,
+            "uid": meta.get("uid"),
+        }
+        if not info.group:
+            del details["group"]
+        return success_body(details)
 
     def _orphan(self, owner_uid: str, dependents: list[ObjectRef]) -> None:
         for ref in dependents:
