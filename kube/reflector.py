@@ -53,6 +53,11 @@ class _WatchStalled(Exception):
     pass
 
 
+def _has_name(obj: dict[str, Any]) -> bool:
+    metadata = obj.get("metadata")
+    return isinstance(metadata, dict) and bool(metadata.get("name"))
+
+
 def _resource_version(obj: dict[str, Any]) -> str | None:
     metadata = obj.get("metadata")
     if isinstance(metadata, dict) and metadata.get("resourceVersion"):
@@ -156,27 +161,36 @@ class Reflector:
                 self._stall_count += 1
                 logger.warning("watch of %s stalled: nothing received for %.1fs; restarting it",
                                self._describe, self._stall_timeout)
-            except (ApiError, ValueError) as exc:
+            except Exception as exc:
                 self._last_error = exc
                 failures += 1
                 delay = self._backoff(failures)
                 retry_after = exc.retry_after if isinstance(exc, ApiError) else None
                 if retry_after:
                     delay = max(delay, retry_after)
-                level = logging.ERROR if isinstance(exc, Unauthorized | Forbidden) else logging.WARNING
-                logger.log(level, "%s of %s failed (%s); retrying in %.2fs",
-                           "list" if need_list else "watch", self._describe, exc, delay)
+                self._log_failure("list" if need_list else "watch", exc, delay)
                 await asyncio.sleep(delay)
+
+    def _log_failure(self, step: str, exc: Exception, delay: float) -> None:
+        if isinstance(exc, ApiError):
+            # 401/403 will not heal by retrying: RBAC or credentials are broken, say so loudly.
+            level = logging.ERROR if isinstance(exc, Unauthorized | Forbidden) else logging.WARNING
+            logger.log(level, "%s of %s failed (%s); retrying in %.2fs", step, self._describe, exc, delay)
+        else:  # a bug or a malformed answer: keep the traceback, keep the cache alive
+            logger.exception("%s of %s failed unexpectedly; retrying in %.2fs", step, self._describe, delay)
 
     def _backoff(self, failures: int) -> float:
         delay = min(self._backoff_max, self._backoff_base * 2.0 ** min(max(0, failures - 1), 30))
         return delay * random.uniform(0.5, 1.0)
 
     async def _list_and_replace(self) -> None:
-        items, resource_version = await self._api.list_all(
+        listed, resource_version = await self._api.list_all(
             self._res, self._namespace, label_selector=self._label_selector,
             field_selector=self._field_selector, page_size=self._page_size,
         )
+        items = [obj for obj in listed if _has_name(obj)]
+        if len(items) != len(listed):
+            logger.warning("ignoring %d listed %s without a name", len(listed) - len(items), self._describe)
         previous = self._store.replace(items)
         self._resource_version = resource_version
         self._list_count += 1

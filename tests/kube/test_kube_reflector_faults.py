@@ -185,3 +185,18 @@ async def test_kube_api_maps_watch_errors_and_http_errors(scripted: tuple[Script
             pass
     with pytest.raises(NotFound):
         await api.get(CONFIGMAPS, "missing", "elsewhere")
+
+
+async def test_malformed_list_answers_are_survived(scripted: tuple[Script, KubeApi]) -> None:
+    script, api = scripted
+
+    def not_an_object() -> web.Response:
+        return web.json_response(["not", "a", "list", "object"])
+
+    unnamed = {"metadata": {"namespace": "ns"}, "data": {}}
+    script.lists = [not_an_object, list_of(unnamed, configmap("a", "5"), rv="5")]
+    store = Store()
+    reflector = Reflector(api, CONFIGMAPS, store, namespace="ns", stall_timeout=30, backoff_base=0.01)
+    await run_reflector(reflector, lambda: reflector.synced)
+    assert store.keys() == ["ns/a"]
+    assert script.list_requests == 2
