@@ -145,3 +145,18 @@ async def test_request_observer_counts_every_request(sandbox_apiserver: Any, nam
         "rest_client_requests_total", {"verb": "get", "resource": "configmaps", "code": "404"}
     ) == 1.0
 
+
+
+async def test_watch_streams_events_from_a_resource_version_until_the_server_timeout(
+    kube_api: KubeApi, namespace: str
+) -> None:
+    listed = await kube_api.list(CONFIGMAPS, namespace)
+    start = listed["metadata"]["resourceVersion"]
+    await kube_api.create(CONFIGMAPS, configmap("w", {"v": "1"}), namespace)
+    await kube_api.patch(CONFIGMAPS, "w", {"data": {"v": "2"}}, namespace, patch_type=PatchType.MERGE)
+    await kube_api.delete(CONFIGMAPS, "w", namespace)
+    seen = []
+    async for event in kube_api.watch(CONFIGMAPS, namespace, resource_version=start, timeout_seconds=1):
+        seen.append((event.type, event.object.get("metadata", {}).get("name")))
+    # history replay from the list's resourceVersion, then the server ends the stream at its timeout
+    assert [s for s in seen if s[0] != "BOOKMARK"] == [("ADDED", "w"), ("MODIFIED", "w"), ("DELETED", "w")]
