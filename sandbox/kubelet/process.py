@@ -1,8 +1,9 @@
 """One container instance as a local process group.
 
-The process runs in its own session, so the whole group (``sh`` and whatever it started) can be
-signalled at once, as a container runtime stops every process of a container. When the main
-process ends, anything it left behind in the group is killed too.
+The process runs in its own session, like a container's processes in their own namespace. As a
+container runtime does, stopping sends SIGTERM to the main process only (a shell that traps it
+then exits with the status of the interrupted ``wait``, 143) and, after the grace period, SIGKILL
+to the whole group. When the main process ends, anything it left behind in the group is killed.
 """
 
 from __future__ import annotations
@@ -69,9 +70,10 @@ class ContainerProcess:
             os.killpg(self._process.pid, signum)
 
     async def stop(self, grace_seconds: float) -> int:
-        """SIGTERM the group, wait up to the grace period, then SIGKILL; returns the return code."""
+        """SIGTERM the main process, wait up to the grace period, then SIGKILL the group."""
         if self._returncode is None and self._process.returncode is None:
-            self._signal_group(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                self._process.send_signal(signal.SIGTERM)
             try:
                 async with asyncio.timeout(max(grace_seconds, 0.0)):
                     return await self.wait()
