@@ -17,22 +17,23 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "rbac.md"
 LEASE = "1ca428e5.training-operator.kubeflow.org"
 
 
-def _controller_grants(where: str) -> set[Grant]:
+def _controller_grants(where: str, podgroup_group: str | None = "scheduling.volcano.sh") -> set[Grant]:
     namespaced = {
-        ("kubeflow.org", "tfjobs", "get list watch delete"),
+        ("kubeflow.org", "tfjobs", "list watch delete"),
         ("kubeflow.org", "tfjobs/status", "patch"),
         ("", "pods", "get list watch create delete"),
         ("", "services", "get list watch create delete"),
-        ("scheduling.volcano.sh", "podgroups", "get list watch create patch delete"),
         ("", "events", "create patch"),
     }
+    if podgroup_group is not None:
+        namespaced.add((podgroup_group, "podgroups", "get list watch create patch delete"))
     grants = {
         Grant(where, group, resource, verb, "")
         for group, resource, verbs in namespaced
         for verb in verbs.split()
     }
     grants |= {
-        Grant("*", "scheduling.k8s.io", "priorityclasses", verb, "") for verb in ("get", "list", "watch")
+        Grant("*", "scheduling.k8s.io", "priorityclasses", verb, "") for verb in ("list", "watch")
     }
     grants |= {
         Grant(NAMESPACE, "coordination.k8s.io", "leases", "create", ""),
@@ -79,6 +80,20 @@ def test_each_component_gets_exactly_the_permissions_its_code_uses(
     objects = render_chart(SCENARIOS[scenario], NAMESPACE)
     assert granted(objects, "tfgang-controller") == _controller_grants(where)
     assert granted(objects, "tfgang-webhook") == _webhook_grants(where, self_managed)
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "podgroup_group"),
+    [
+        ("volcano", "scheduling.volcano.sh"),
+        ("Volcano", "scheduling.volcano.sh"),
+        ("scheduler-plugins-scheduler", "scheduling.x-k8s.io"),
+        ("", None),
+    ],
+)
+def test_podgroup_permissions_follow_the_gang_scheduler(scheduler: str, podgroup_group: str | None) -> None:
+    objects = render_chart({"gangSchedulerName": scheduler}, NAMESPACE)
+    assert granted(objects, "tfgang-controller") == _controller_grants("*", podgroup_group)
 
 
 def test_no_rule_uses_wildcards_or_escalating_verbs() -> None:
@@ -156,6 +171,11 @@ def test_allows_decides_like_rbac() -> None:
     secret = {"group": "", "resource": "secrets", "namespace": NAMESPACE}
     assert allows(webhook, verb="get", name="tfgang-webhook-tls", **secret)
     assert not allows(webhook, verb="get", name="someone-elses", **secret)
-    assert allows(
-        controller, verb="list", group="scheduling.k8s.io", resource="priorityclasses", namespace="", name=""
-    )
+    priority_classes = {
+        "group": "scheduling.k8s.io",
+        "resource": "priorityclasses",
+        "namespace": "",
+        "name": "",
+    }
+    assert allows(controller, verb="list", **priority_classes)
+    assert not allows(controller, verb="get", **priority_classes)

@@ -169,10 +169,14 @@ podAntiAffinity:
 RBAC rules, shared by the cluster-wide ClusterRoles and the namespace-scoped Roles so that both
 modes grant exactly the same verbs. docs/rbac.md justifies each one.
 */}}
+{{/*
+The controller reads TFJobs only through its watch-fed store (no single-object GET); `get` on pods,
+services and PodGroups is the re-read after a create that found the object already there.
+*/}}
 {{- define "tfgang.controller.namespacedRules" -}}
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs"]
-  verbs: ["get", "list", "watch", "delete"]
+  verbs: ["list", "watch", "delete"]
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs/status"]
   verbs: ["patch"]
@@ -182,9 +186,11 @@ modes grant exactly the same verbs. docs/rbac.md justifies each one.
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "list", "watch", "create", "delete"]
-- apiGroups: ["scheduling.volcano.sh"]
+{{- with include "tfgang.podGroupApiGroup" . }}
+- apiGroups: [{{ . | quote }}]
   resources: ["podgroups"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
+{{- end }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
@@ -193,7 +199,15 @@ modes grant exactly the same verbs. docs/rbac.md justifies each one.
 {{- define "tfgang.controller.clusterRules" -}}
 - apiGroups: ["scheduling.k8s.io"]
   resources: ["priorityclasses"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
+{{- end }}
+
+{{/* The PodGroup API of the gang scheduler; empty when gang scheduling is off. */}}
+{{- define "tfgang.podGroupApiGroup" -}}
+{{- $scheduler := .Values.gangSchedulerName | trim | lower }}
+{{- if eq $scheduler "volcano" }}scheduling.volcano.sh
+{{- else if not (or (eq $scheduler "") (eq $scheduler "none")) }}scheduling.x-k8s.io
+{{- end }}
 {{- end }}
 
 {{- define "tfgang.webhook.namespacedRules" -}}
