@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import helm_python
@@ -68,11 +69,32 @@ def test_schema_accepts_the_charts_own_defaults() -> None:
     load_chart().validate_schema(load_chart().values)
 
 
+def _undescribed_keys(values: dict[str, Any], schema: dict[str, Any], path: str = "") -> list[str]:
+    """Keys of ``values`` that a schema with explicit ``properties`` does not name, recursively."""
+    properties = schema.get("properties")
+    if properties is None:
+        return []  # a free-form object (securityContext, resources, ...)
+    missing = []
+    for key, value in values.items():
+        if key not in properties:
+            missing.append(path + key)
+        elif isinstance(value, dict):
+            missing += _undescribed_keys(value, properties[key], f"{path}{key}.")
+    return missing
+
+
 def test_every_default_value_is_described_by_the_schema() -> None:
     schema = load_chart().schema
     assert schema is not None
     assert schema["additionalProperties"] is False
-    assert set(load_chart().values) == set(schema["properties"])
+    resolved = json.loads(json.dumps(schema))
+    for name, definition in schema["definitions"].items():
+        text = json.dumps(resolved).replace(
+            json.dumps({"$ref": f"#/definitions/{name}"}), json.dumps(definition)
+        )
+        resolved = json.loads(text)
+    assert _undescribed_keys(load_chart().values, resolved) == []
+    assert _undescribed_keys({"webhook": {"replica": 1}}, resolved) == ["webhook.replica"]
 
 
 def test_template_level_checks_fail_with_a_clear_message() -> None:
