@@ -37,8 +37,14 @@ from sandbox.scheduler.decisions import (
 )
 from sandbox.scheduler.gang import GangConfig
 from sandbox.scheduler.overlay import WriteOverlay
+from sandbox.scheduler.pgcontroller import implicit_groups
 from sandbox.scheduler.session import run_session
-from sandbox.scheduler.snapshot import DEFAULT_SCHEDULER_NAME, VOLCANO_SCHEDULER_NAME, build_snapshot
+from sandbox.scheduler.snapshot import (
+    DEFAULT_SCHEDULER_NAME,
+    GROUP_NAME_ANNOTATION,
+    VOLCANO_SCHEDULER_NAME,
+    build_snapshot,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +158,7 @@ class Scheduler:
     async def run_once(self) -> SessionResult:
         """One session over the current caches, carried out against the API."""
         await self._open_queues()
+        await self._group_loose_pods()
         snapshot = build_snapshot(
             self._objects("nodes"),
             self._objects("pods"),
@@ -170,6 +177,34 @@ class Scheduler:
         for note in result.events:
             self._record(note)
         return result
+
+    async def _group_loose_pods(self) -> None:
+        """The pg-controller's job: Volcano pods without a PodGroup get ``podgroup-<owner uid>``."""
+        for loose in implicit_groups(self._objects("pods"), self._options.gang_scheduler_names):
+            key = f"{loose.namespace}/{loose.group}"
+            if key not in self._stores["podgroups"]:
+                try:
+                    await self._api.create(PODGROUPS_V1BETA1, dict(loose.body), loose.namespace)
+                    logger.info("created podgroup %s for pod %s", key, loose.pod)
+                except AlreadyExists:
+                    pass
+                except ApiError as error:
+                    logger.warning("creating podgroup %s failed: %s", key, error)
+                    continue
+            annotation = {"metadata": {"annotations": {GROUP_NAME_ANNOTATION: loose.group}}}
+            pod_key = f"{loose.namespace}/{loose.pod}"
+            try:
+                patched = await self._api.patch(
+                    PODS, loose.pod, annotation, loose.namespace, patch_type=PatchType.STRATEGIC
+                )
+            except NotFound:
+                continue
+            except ApiError as error:
+                logger.warning("annotating pod %s failed: %s", pod_key, error)
+                continue
+            cached = self._stores["pods"].get(pod_key)
+            if cached is not None:
+                self._overlay.remember(f"pods/{pod_key}", cached, patched)
 
     async def _open_queues(self) -> None:
         """Volcano's queue controller opens new queues; in the sandbox nobody else will."""

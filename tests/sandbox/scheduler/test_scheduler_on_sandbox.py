@@ -129,3 +129,20 @@ async def test_a_plain_pod_that_fits_no_node_gets_failed_scheduling_and_a_fittin
         code, output = await cluster.kubectl("describe", "pod", "huge")
         assert code == 0
         assert "FailedScheduling" in output
+
+
+async def test_a_volcano_pod_without_a_podgroup_gets_one_and_runs() -> None:
+    async with sandbox_cluster() as cluster:
+        loose = pod_manifest("loose", "sleep 100", schedulerName="volcano")
+        created = await cluster.api.create(PODS, loose)
+
+        async def running() -> bool:
+            return status_column(await get_pod(cluster.api, "loose")) == "Running"
+
+        await eventually(running, what="the loose pod to run")
+        name = f"podgroup-{created['metadata']['uid']}"
+        pod = await get_pod(cluster.api, "loose")
+        assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == name
+        group = await cluster.api.get(PODGROUPS_V1BETA1, name, "default")
+        assert group["spec"]["minMember"] == 1
+        assert group["status"]["phase"] == "Running"
