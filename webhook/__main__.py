@@ -19,7 +19,7 @@ from kube.errors import ConfigError
 from kube.logs import configure_json_logging
 from kube.ops import OpsServer
 from webhook.app import build_app
-from webhook.cache import TFJobCache
+from webhook.cache import AdmissionViewListingApi, TFJobCache
 from webhook.certmanage import SelfManagedCertificates
 from webhook.config import WebhookConfig, parse_config
 from webhook.metrics import WebhookMetrics
@@ -42,7 +42,9 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
     reloader.reload_if_changed()
     client = await make_api_client(config.kubeconfig)
     api = KubeApi(client, user_agent="tfgang-webhook", request_timeout=config.api_timeout)
-    cache = TFJobCache(api, namespace=config.namespace)
+    # Same client, separate rate limiter: the watch never starves GETs made on a cache miss.
+    list_api = AdmissionViewListingApi(client, user_agent="tfgang-webhook")
+    cache = TFJobCache(api, namespace=config.namespace, list_api=list_api)
     metrics.cached_tfjobs.set_function(lambda: len(cache.store))
     shutting_down = False
 

@@ -80,8 +80,7 @@ def _endpoint(
             response, result = await _answer(path, http_request, decide, metrics)
         finally:
             in_flight.dec()
-        metrics.requests.labels(path, result).inc()
-        metrics.latency.labels(path, result).observe(time.perf_counter() - started)
+        metrics.observe_request(path, result, time.perf_counter() - started)
         return response
 
     return handle
@@ -119,8 +118,7 @@ async def _answer(
                 "internal-error", 500, f"tfgang webhook internal error: {type(exc).__name__}: {exc}"
             )
         _log_decision(path, review, decision)
-    allowed = "true" if decision.allowed else "false"
-    metrics.decisions.labels(path, review.operation or "none", allowed, decision.reason).inc()
+    metrics.count_decision(path, review.operation or "none", decision.allowed, decision.reason)
     payload = build_response(review, decision)
     return web.Response(body=_dumps(payload), content_type=JSON_CONTENT_TYPE), (
         "allowed" if decision.allowed else "denied"

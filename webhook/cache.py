@@ -12,7 +12,9 @@ failure to read it raises ``JobLookupFailed``, which the webhook turns into a re
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 from typing import Any, Protocol, cast
 
 from kube.api import KubeApi
@@ -36,12 +38,41 @@ class JobLookup(Protocol):
     async def get(self, namespace: str, name: str) -> TFJob | None: ...
 
 
+class _Shapes:
+    """Hash-consing of replica views: jobs made from the same templates share one read-only copy.
+
+    Bounded: when full it starts over (views already built keep what they share), so neither many
+    distinct shapes nor deleted jobs can grow it without limit.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._capacity = capacity
+        self._shared: dict[str, Any] = {}
+
+    def share(self, value: Any) -> Any:
+        key = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        shared = self._shared.get(key)
+        if shared is None:
+            if len(self._shared) >= self._capacity:
+                self._shared.clear()
+            self._shared[key] = shared = value
+        return shared
+
+
+_SHAPES = _Shapes()
+
+
 def admission_view(job: dict[str, Any]) -> dict[str, Any]:
-    """The part of a TFJob that pod admission reads; every other field is dropped."""
+    """The part of a TFJob that pod admission reads; every other field is dropped.
+
+    Views are read-only: replica views equal between jobs are one shared object.
+    """
     metadata = job.get("metadata") or {}
     view_metadata = {
         key: metadata[key] for key in ("name", "namespace", "uid", "resourceVersion") if key in metadata
     }
+    if isinstance(view_metadata.get("namespace"), str):
+        view_metadata["namespace"] = sys.intern(view_metadata["namespace"])
     spec = job.get("spec")
     view: dict[str, Any] = {
         "apiVersion": job.get("apiVersion"),
@@ -56,7 +87,8 @@ def admission_view(job: dict[str, Any]) -> dict[str, Any]:
     replica_specs = spec.get("tfReplicaSpecs")
     if isinstance(replica_specs, dict):
         view_spec["tfReplicaSpecs"] = {
-            key: _replica_view(replica_spec) for key, replica_spec in replica_specs.items()
+            sys.intern(str(key)): _SHAPES.share(_replica_view(replica_spec))
+            for key, replica_spec in replica_specs.items()
         }
     view["spec"] = view_spec
     return view
@@ -98,11 +130,55 @@ class AdmissionViewStore(Store):
         return super().upsert(admission_view(obj))
 
 
+class AdmissionViewListingApi(KubeApi):
+    """A ``KubeApi`` whose ``list_all`` keeps only the admission view of each item, page by page.
+
+    The reflector lists every TFJob before it fills the store; with full objects that list alone
+    would hold every pod template of every job at once (over 100 MiB for 10,000 seed-like jobs), a
+    peak the process would keep as RSS. Trimming each page as it arrives bounds it to one page.
+    """
+
+    async def list_all(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> tuple[list[dict[str, Any]], str]:
+        items: list[dict[str, Any]] = []
+        continue_token: str | None = None
+        while True:
+            page = await self.list(
+                res,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=page_size,
+                continue_token=continue_token,
+            )
+            for item in page.get("items") or ():
+                if isinstance(item, dict):
+                    item.setdefault("apiVersion", res.api_version)
+                    item.setdefault("kind", res.kind)
+                    items.append(admission_view(item))
+            metadata = page.get("metadata") or {}
+            continue_token = metadata.get("continue") or None
+            if continue_token is None:
+                return items, str(metadata.get("resourceVersion") or "")
+
+
 class TFJobCache:
-    def __init__(self, api: KubeApi, *, namespace: str | None = None) -> None:
+    """``api`` answers GETs on a miss; the watch and list go through ``list_api`` when given
+    (an ``AdmissionViewListingApi`` sharing the client), else through ``api``."""
+
+    def __init__(
+        self, api: KubeApi, *, namespace: str | None = None, list_api: KubeApi | None = None
+    ) -> None:
         self._api = api
         self._store = AdmissionViewStore()
-        self._reflector = Reflector(api, TFJOBS, self._store, namespace=namespace)
+        self._reflector = Reflector(list_api or api, TFJOBS, self._store, namespace=namespace)
         self.misses = 0
 
     @property

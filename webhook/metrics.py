@@ -29,6 +29,8 @@ class WebhookMetrics:
             ["path"],
             registry=registry,
         )
+        self._request_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._decision_children: dict[tuple[str, str, bool, str], Counter] = {}
         self.decisions = Counter(
             "tfgang_webhook_admission_decisions_total",
             "Admission decisions by path, operation, outcome and reason.",
@@ -50,3 +52,23 @@ class WebhookMetrics:
             "TFJobs in the webhook's admission cache.",
             registry=registry,
         )
+
+    # prometheus_client's labels() costs a lock and a tuple build per call; the label sets here are
+    # few, so their children are remembered (this runs on every admission).
+
+    def observe_request(self, path: str, result: str, seconds: float) -> None:
+        key = (path, result)
+        children = self._request_children.get(key)
+        if children is None:
+            children = (self.requests.labels(path, result), self.latency.labels(path, result))
+            self._request_children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def count_decision(self, path: str, operation: str, allowed: bool, reason: str) -> None:
+        key = (path, operation, allowed, reason)
+        child = self._decision_children.get(key)
+        if child is None:
+            child = self.decisions.labels(path, operation, "true" if allowed else "false", reason)
+            self._decision_children[key] = child
+        child.inc()
