@@ -73,6 +73,10 @@ class NodeAgent:
         self.ready = asyncio.Event()
 
     @property
+    def options(self) -> AgentOptions:
+        return self._options
+
+    @property
     def log_port(self) -> int:
         return self._log_server.port
 

@@ -260,9 +260,14 @@ class PodWorker:
             await self._await_deletion()
             return
         spec = self.pod.get("spec") or {}
+        earlier = _earlier_restarts(self.pod)
         for container in spec.get("containers") or []:
             name = str(container.get("name", ""))
-            record = ContainerRecord(name, str(container.get("image", "")), Waiting(CONTAINER_CREATING))
+            # A pod this agent finds already started (the agent was restarted) restarts its containers.
+            restarts = earlier[name] + 1 if name in earlier else 0
+            record = ContainerRecord(
+                name, str(container.get("image", "")), Waiting(CONTAINER_CREATING), None, restarts
+            )
             self._slots[name] = _Slot(container, record)
         self._logs.register_pod(self.namespace, self.name, self.uid, list(self._slots))
         await self._publish()
@@ -515,6 +520,16 @@ class PodWorker:
                 if not isinstance(error, NotFound | Conflict):
                     logger.warning("pod %s: final delete failed: %s", self._key, error)
         self._gone = True
+
+
+def _earlier_restarts(pod: Mapping[str, Any]) -> dict[str, int]:
+    """Restart counts of containers that a previous run of the agent had already started."""
+    counts: dict[str, int] = {}
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        state = status.get("state") or {}
+        if "running" in state or "terminated" in state or status.get("lastState"):
+            counts[str(status.get("name", ""))] = int(status.get("restartCount") or 0)
+    return counts
 
 
 def _decode_secret(value: str) -> str:

@@ -87,6 +87,16 @@ class Cluster:
     api: KubeApi
     agent: NodeAgent | None
     scheduler: Scheduler | None
+    agent_task: asyncio.Task[None] | None = None
+
+    async def restart_agent(self) -> None:
+        """Stop the node agent (its containers die with it) and start a fresh one on the same nodes."""
+        assert self.agent is not None and self.agent_task is not None
+        self.agent_task.cancel()
+        await asyncio.gather(self.agent_task, return_exceptions=True)
+        self.agent = NodeAgent(self.api, self.agent.options)
+        self.agent_task = asyncio.create_task(self.agent.run())
+        await asyncio.wait_for(self.agent.ready.wait(), 15)
 
     async def kubectl(self, *args: str) -> tuple[int, str]:
         process = await asyncio.create_subprocess_exec(
@@ -178,16 +188,18 @@ async def sandbox_cluster(
             if scheduler
             else None
         )
-        tasks = []
+        cluster = Cluster(handle, api, agent, gang)
+        scheduler_task = None
         if agent is not None:
-            tasks.append(asyncio.create_task(agent.run()))
+            cluster.agent_task = asyncio.create_task(agent.run())
             await asyncio.wait_for(agent.ready.wait(), 15)
         if gang is not None:
-            tasks.append(asyncio.create_task(gang.run()))
+            scheduler_task = asyncio.create_task(gang.run())
             await eventually(_sessions_started(gang), what="the first scheduling session")
         try:
-            yield Cluster(handle, api, agent, gang)
+            yield cluster
         finally:
+            tasks = [task for task in (cluster.agent_task, scheduler_task) if task is not None]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

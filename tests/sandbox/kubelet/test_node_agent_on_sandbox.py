@@ -175,3 +175,32 @@ def _logged(cluster, name: str, expected: str):  # type: ignore[no-untyped-def]
         return code == 0 and output == expected
 
     return check
+
+
+async def test_kubectl_logs_follow_streams_until_the_container_ends() -> None:
+    script = "for i in 1 2 3; do echo line $i; sleep 0.3; done"
+    async with sandbox_cluster() as cluster:
+        await cluster.api.create(PODS, pod_manifest("talker", script, restart_policy="Never"))
+
+        async def started() -> bool:
+            return status_column(await get_pod(cluster.api, "talker")) in ("Running", "Completed")
+
+        await eventually(started, what="the pod to start")
+        code, output = await cluster.kubectl("logs", "-f", "talker")
+        assert (code, output) == (0, "line 1\nline 2\nline 3\n")
+        code, output = await cluster.kubectl("logs", "--tail=1", "talker")
+        assert (code, output) == (0, "line 3\n")
+
+
+async def test_a_restarted_agent_adopts_its_pods_and_counts_a_restart() -> None:
+    async with sandbox_cluster(scheduler=True) as cluster:
+        await cluster.api.create(PODS, pod_manifest("survivor", "sleep 1000"))
+
+        async def running_with(count: int) -> bool:
+            pod = await get_pod(cluster.api, "survivor")
+            return status_column(pod) == "Running" and restarts(pod) == count
+
+        await eventually(lambda: running_with(0), what="the first run")
+        assert cluster.agent is not None
+        await cluster.restart_agent()
+        await eventually(lambda: running_with(1), what="the run under the new agent")
