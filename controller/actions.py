@@ -52,7 +52,7 @@ class ActionFailed(Exception):
 
 
 class NotOurs(Exception):
-    """A create met an existing object of that name that this job does not control."""
+    """A create met an existing object of that name that is not a live child of this job."""
 
 
 def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -150,10 +150,13 @@ class ActionRunner:
             created = await self._api.create(res, body, namespace)
         except AlreadyExists:
             existing = await self._api.get(res, name, namespace)
-            if controller_uid(existing) != job_uid or _meta(existing).get("deletionTimestamp"):
+            if controller_uid(existing) != job_uid:
                 raise NotOurs(
                     f"{res.kind} {namespace}/{name} already exists and is not controlled by this job"
                 ) from None
+            if _meta(existing).get("deletionTimestamp"):
+                # Ours, but on its way out: the next pass makes a new one once it is gone.
+                raise NotOurs(f"{res.kind} {namespace}/{name} is still terminating") from None
             logger.info("%s %s/%s already exists and is ours", res.kind, namespace, name)
             self._writes.wrote(res.plural, existing)
             return False
@@ -167,7 +170,10 @@ class ActionRunner:
         """Delete ``name`` (only if it is still ``uid``); True when the API deleted something."""
         try:
             await self._api.delete(
-                res, name, namespace, uid_precondition=uid,
+                res,
+                name,
+                namespace,
+                uid_precondition=uid,
                 propagation_policy="Background" if res is TFJOBS else None,
             )
         except NotFound:

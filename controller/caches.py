@@ -66,10 +66,18 @@ class JobCaches:
             store.add_index(JOB_INDEX, job_label_index)
         scope = namespace or None
 
-        def reflector(res: Resource, store: Store, *, child: bool, namespaced: bool = True,
-                      label_selector: str | None = None) -> Reflector:
+        def reflector(
+            res: Resource,
+            store: Store,
+            *,
+            child: bool,
+            namespaced: bool = True,
+            label_selector: str | None = None,
+        ) -> Reflector:
             return Reflector(
-                api, res, store,
+                api,
+                res,
+                store,
                 namespace=scope if namespaced else None,
                 label_selector=label_selector,
                 handlers=[self._child_handler(res) if child else self._job_handler],
@@ -81,7 +89,10 @@ class JobCaches:
             reflector(PODS, self.pods, child=True, label_selector=CHILD_LABEL_SELECTOR),
             reflector(SERVICES, self.services, child=True, label_selector=CHILD_LABEL_SELECTOR),
             Reflector(
-                api, PRIORITY_CLASSES, self.priority_classes, handlers=[self._priority_class_handler],
+                api,
+                PRIORITY_CLASSES,
+                self.priority_classes,
+                handlers=[self._priority_class_handler],
                 watch_timeout_seconds=watch_timeout_seconds,
             ),
         ]
@@ -92,14 +103,14 @@ class JobCaches:
     # -- events -> keys ----------------------------------------------------------------------
 
     def _job_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        self.writes.observe(TFJOBS.plural, event_type, obj)
-        self._enqueue(object_key(obj))
+        if not self.writes.observe(TFJOBS.plural, event_type, obj):
+            self._enqueue(object_key(obj))
 
     def _child_handler(self, res: Resource) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
         def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-            self.writes.observe(res.plural, event_type, obj)
+            own_write = self.writes.observe(res.plural, event_type, obj)
             key = job_key_of_child(obj)
-            if key is not None:
+            if key is not None and not own_write:
                 self._enqueue(key)
             # A child that changed hands (ownerReference or label edited) concerns its old job too.
             old_key = job_key_of_child(old) if old is not None else None

@@ -57,8 +57,12 @@ class Controller:
         self.queue = WorkQueue(QUEUE_NAME, backoff=backoff, observer=self.metrics.work_queue)
         self.writes = OwnWrites()
         self.caches = JobCaches(
-            api, self.writes, self.queue.add,
-            namespace=config.namespace, settings=config.settings, watch_timeout_seconds=watch_timeout_seconds,
+            api,
+            self.writes,
+            self.queue.add,
+            namespace=config.namespace,
+            settings=config.settings,
+            watch_timeout_seconds=watch_timeout_seconds,
         )
         self.caches.reflectors[0].add_handler(self._on_job_event)
         self.events = EventRecorder(api, CONTROLLER_NAME)
@@ -131,8 +135,9 @@ class Controller:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Run until ``stop`` is set (graceful) or the task is cancelled; raises ``LeadershipLost``."""
         stop = stop if stop is not None else asyncio.Event()
-        reflector_tasks = [asyncio.create_task(r.run(), name=f"reflector-{i}") for i, r in
-                           enumerate(self.caches.reflectors)]
+        reflector_tasks = [
+            asyncio.create_task(r.run(), name=f"reflector-{i}") for i, r in enumerate(self.caches.reflectors)
+        ]
         main = asyncio.create_task(self._run_synced(), name="controller-main")
         stopper = asyncio.create_task(stop.wait(), name="controller-stop")
         try:

@@ -26,6 +26,7 @@ def podgroup_resource(settings: Settings) -> Resource:
     """Volcano's PodGroup (``scheduling.volcano.sh/v1beta1``) or scheduler-plugins' (reference §6.1)."""
     return PODGROUPS_V1BETA1 if settings.volcano else SCHEDULER_PLUGINS_PODGROUPS
 
+
 # The selector for the pods and services the controller makes (reference §3.1 step 5.2).
 CHILD_LABEL_SELECTOR = f"{LABEL_OPERATOR_NAME}={CONTROLLER_NAME}"
 

@@ -122,23 +122,29 @@ class OwnWrites:
         """Remember that we deleted the object ``uid`` (or that it was already gone)."""
         self._put((resource, namespace, name), _Entry(None, uid, "", owner_uid, self._clock()))
 
-    def observe(self, resource: str, event_type: str, obj: Mapping[str, Any]) -> None:
-        """Forget an entry once a watch event shows the cache caught up with it."""
+    def observe(self, resource: str, event_type: str, obj: Mapping[str, Any]) -> bool:
+        """Forget an entry once a watch event shows the cache caught up with it.
+
+        True when the event is exactly our own write coming back (same uid and resourceVersion):
+        the pass that wrote it already planned with that object, so it brings nothing new.
+        """
         metadata = _meta(obj)
         key = (resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
         entry = self._entries.get(key)
         if entry is None:
-            return
+            return False
         uid = str(metadata.get("uid") or "")
         if entry.written is None:
             if uid != entry.uid or event_type == "DELETED":
                 self._drop(key)
-            return
-        if uid == entry.uid and (
-            event_type == "DELETED"
-            or version_at_least(str(metadata.get("resourceVersion") or ""), entry.resource_version)
-        ):
+            return False
+        if uid != entry.uid:
+            return False
+        version = str(metadata.get("resourceVersion") or "")
+        if event_type == "DELETED" or version_at_least(version, entry.resource_version):
             self._drop(key)
+            return event_type != "DELETED" and version == entry.resource_version
+        return False
 
     def _live(self, key: Key) -> _Entry | None:
         entry = self._entries.get(key)

@@ -25,7 +25,7 @@ def test_a_created_pod_is_seen_before_its_watch_event_and_dropped_after() -> Non
     created = pod("j-worker-0", "u1", "10")
     writes.wrote("pods", created)
     assert writes.view_owned("pods", "job-uid", []) == [created]
-    writes.observe("pods", "ADDED", created)
+    assert writes.observe("pods", "ADDED", created), "exactly our write: nothing new to plan"
     assert len(writes) == 0
     assert writes.view_owned("pods", "job-uid", []) == []
 
@@ -53,16 +53,16 @@ def test_a_deleted_pod_shows_as_terminating_until_it_leaves_the_cache() -> None:
     (seen,) = writes.view_owned("pods", "job-uid", [cached])
     assert seen["metadata"]["deletionTimestamp"]
     assert "deletionTimestamp" not in cached["metadata"]  # the cached object is never mutated
-    writes.observe("pods", "DELETED", cached)
+    assert not writes.observe("pods", "DELETED", cached), "a pod gone for good is news"
     assert len(writes) == 0
 
 
 def test_modified_events_of_older_versions_keep_the_entry() -> None:
     writes = OwnWrites()
     writes.wrote("tfjobs", pod("j", "u1", "30"))
-    writes.observe("tfjobs", "MODIFIED", pod("j", "u1", "29"))
+    assert not writes.observe("tfjobs", "MODIFIED", pod("j", "u1", "29"))
     assert len(writes) == 1
-    writes.observe("tfjobs", "MODIFIED", pod("j", "u1", "31"))
+    assert not writes.observe("tfjobs", "MODIFIED", pod("j", "u1", "31")), "a later change is news"
     assert len(writes) == 0
 
 
