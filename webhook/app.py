@@ -15,12 +15,12 @@ counted in the metrics by path and result.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
+import orjson
 from aiohttp import web
 
 from kube.logs import log_fields
@@ -100,7 +100,7 @@ async def _answer(
     except web.HTTPRequestEntityTooLarge as exc:
         return _failure(413, "RequestEntityTooLarge", exc.text or "request body too large"), "too_large"
     try:
-        document = json.loads(body)
+        document = orjson.loads(body)
         review = parse_review(document)
     except (ValueError, RecursionError) as exc:
         message = str(exc) if isinstance(exc, MalformedReview) else f"the body is not valid JSON: {exc}"
@@ -160,4 +160,4 @@ def _failure(code: int, reason: str, message: str) -> web.Response:
 
 
 def _dumps(document: Any) -> bytes:
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return orjson.dumps(document)

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
+import orjson
+
 ADMISSION_V1: Final = "admission.k8s.io/v1"
 ADMISSION_V1BETA1: Final = "admission.k8s.io/v1beta1"
 SUPPORTED_VERSIONS: Final = (ADMISSION_V1, ADMISSION_V1BETA1)
@@ -150,8 +152,7 @@ def review_response(api_version: str, uid: str, decision: Decision) -> Admission
 
 
 def encode_patch(operations: Sequence[JSONObject]) -> str:
-    document = json.dumps(list(operations), separators=(",", ":"), ensure_ascii=False)
-    return base64.b64encode(document.encode("utf-8")).decode("ascii")
+    return base64.b64encode(orjson.dumps(list(operations))).decode("ascii")
 
 
 def decode_patch(encoded: str) -> list[JSONObject]:
