@@ -47,13 +47,26 @@ async def test_controller_killed_mid_job_and_restarted_duplicates_nothing_and_lo
         first.kill()
         first.wait()
 
-    with controller_process(controller_kubeconfig, workdir, *flags, name="second") as (_, ops_port):
+    with controller_process(controller_kubeconfig, workdir, *flags, name="second") as (second, ops_port):
         names = await admit_and_wait_for_pods(cluster, "phoenix", 4)
         await cluster.run_pods(names)
         await wait_for_state(cluster, "phoenix", "Running")
         await cluster.finish_pods(names)
         job = await wait_for_state(cluster, "phoenix", "Succeeded")
-        assert "training_operator_jobs_successful_total" in metrics_text(ops_port)
+        metrics = metrics_text(ops_port)
+        successful = (
+            f'training_operator_jobs_successful_total{{framework="tensorflow",job_namespace="{ns}"}} 1.0'
+        )
+        assert successful in metrics
+        for name in (
+            "created_pods_total",
+            "succeeded_service_creation_total",
+            "controller_runtime_reconcile_total",
+            "workqueue_depth",
+            "controller_runtime_reconcile_time_seconds_bucket",
+        ):
+            assert name in metrics, name
+    assert second.returncode == 0, "SIGTERM is a graceful stop"
 
     writes = controller_writes(apiserver, CONTROLLER_USER, ns)
     assert _created(writes) == {"pods": 4, "services": 4, "podgroups": 1}
