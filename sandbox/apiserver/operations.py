@@ -95,11 +95,12 @@ def _raise_invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> None:
         raise invalid(info.kind, info.group, name, causes)
 
 
-def _decode_storage(info: ResourceInfo, body: Any) -> JsonObj:
+def _decode_storage(info: ResourceInfo, body: Any, private: bool = False) -> JsonObj:
+    """The request body as a stored object; ``private`` bodies are already this request's own copy."""
     if not isinstance(body, dict):
         raise bad_request("the body of the request must be a JSON object")
     _check_kind(info, body)
-    stored = conversion.to_storage(info.group, info.resource, objects.clone(body))
+    stored = conversion.to_storage(info.group, info.resource, body if private else objects.clone(body))
     stored["apiVersion"] = info.api_version if info.storage is None else "v1"
     stored["kind"] = info.kind
     if not isinstance(stored.get("metadata", {}), dict):
@@ -254,9 +255,10 @@ async def update(
     body: Any,
     ctx: RequestContext,
     allow_create: bool = False,
+    private: bool = False,
 ) -> tuple[JsonObj, bool]:
     """PUT; returns the object and whether it was created (only when ``allow_create``)."""
-    obj = _decode_storage(info, body)
+    obj = _decode_storage(info, body, private)
     meta = obj.setdefault("metadata", {})
     if meta.get("name") and meta["name"] != name:
         raise bad_request(
@@ -374,7 +376,9 @@ async def patch(
         if not patched["metadata"].get("resourceVersion") and not _sets_resource_version(patch_type, decoded):
             patched["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         try:
-            result, _created = await update(state, info, namespace, name, subresource, patched, ctx)
+            result, _created = await update(
+                state, info, namespace, name, subresource, patched, ctx, private=True
+            )
             return result, False
         except ApiError as error:
             if error.reason == "Conflict" and retry and attempt < 4:

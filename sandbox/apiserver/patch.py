@@ -66,6 +66,7 @@ def decode_patch(patch_type: PatchType, body: bytes) -> Any:
 
 
 def apply_patch(patch_type: PatchType, original: JsonObj, patch: Any) -> JsonObj:
+    """The patched object. ``original`` must be a private copy: merge patches change it in place."""
     if patch_type is PatchType.JSON:
         if not isinstance(patch, list):
             raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
@@ -92,10 +93,10 @@ def apply_patch(patch_type: PatchType, original: JsonObj, patch: Any) -> JsonObj
 
 
 def merge_patch(original: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge key by key, null deletes, everything else replaces."""
+    """RFC 7386: objects merge key by key, null deletes, everything else replaces (``original`` in place)."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
-    result = copy.deepcopy(original) if isinstance(original, dict) else {}
+    result = original if isinstance(original, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -112,7 +113,7 @@ def strategic_merge(original: Any, patch: Any, field: str = "") -> Any:
         return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
     if directive == "delete":
         return None
-    result = copy.deepcopy(original) if isinstance(original, dict) else {}
+    result = original if isinstance(original, dict) else {}
     retain = patch.get("$retainKeys")
     for key, value in patch.items():
         if key in ("$patch", "$retainKeys") or key.startswith("$setElementOrder/"):
@@ -151,7 +152,7 @@ def _merge_key(field: str, items: list[Any]) -> str | None:
 
 
 def _merge_list(field: str, original: Any, patch: list[Any]) -> list[Any]:
-    current = copy.deepcopy(original) if isinstance(original, list) else []
+    current = original if isinstance(original, list) else []
     if patch and isinstance(patch[0], dict) and patch[0].get("$patch") == "replace":
         return copy.deepcopy(patch[1:])
     if field in PRIMITIVE_MERGE_LISTS:
