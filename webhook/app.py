@@ -78,6 +78,10 @@ def _endpoint(
         in_flight.inc()
         try:
             response, result = await _answer(path, http_request, decide, metrics)
+        except Exception as exc:
+            # Last resort for a defect outside the decision: still an answer with a message.
+            logger.exception("could not answer an admission request on %s", path)
+            response, result = _failure(400, "BadRequest", f"could not process the request: {exc}"), "error"
         finally:
             in_flight.dec()
         metrics.observe_request(path, result, time.perf_counter() - started)
@@ -117,7 +121,10 @@ async def _answer(
             decision = deny(
                 "internal-error", 500, f"tfgang webhook internal error: {type(exc).__name__}: {exc}"
             )
-        _log_decision(path, review, decision)
+        try:
+            _log_decision(path, review, decision)
+        except Exception:
+            logger.exception("could not log the admission decision")
     metrics.count_decision(path, review.operation or "none", decision.allowed, decision.reason)
     payload = build_response(review, decision)
     return web.Response(body=_dumps(payload), content_type=JSON_CONTENT_TYPE), (
@@ -138,7 +145,7 @@ def _log_decision(path: str, review: AdmissionRequest, decision: Decision) -> No
         "allowed" if decision.allowed else f"denied ({decision.code}): {decision.message}",
         extra={
             "kind": review.kind.kind,
-            "name": review.name,
+            "object_name": review.name,
             "allowed": decision.allowed,
             "reason": decision.reason,
             "patch_operations": len(decision.patch),
