@@ -4,12 +4,18 @@ a compacted watch history: nothing is made twice, nothing is lost, only the lead
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from controller.manager import Controller, LeadershipLost
+from kube.api import KubeApi
+from kube.client import make_api_client
 from kube.resources import CONFIGMAPS, LEASES
 
 from .operator import (
@@ -156,3 +162,39 @@ async def test_a_compacted_watch_history_is_relisted_and_the_job_completes(
         assert all(r.list_count >= 2 for r in controller.caches.reflectors), "each relisted after 410"
     writes = controller_writes(apiserver, CONTROLLER_USER, ns)
     assert _created(writes) == {"pods": 2, "services": 2, "podgroups": 1}
+
+
+async def test_a_leader_that_loses_its_lease_stops_acting_at_once(
+    cluster: Cluster, controller_kubeconfig: str, apiserver: Any
+) -> None:
+    ns = cluster.namespace
+    config = controller_config(namespace=ns, leader_identity="in-process", lease_namespace=ns)
+    client = await make_api_client(controller_kubeconfig)
+    api = KubeApi(client, qps=1000.0, burst=1000)
+    controller = Controller(api, config)
+    task = asyncio.create_task(controller.run())
+    try:
+        await eventually(lambda: _true(controller.leading), what="leadership")
+        # Someone else takes the Lease over (say, after a partition) and keeps it fresh.
+        lease = await cluster.api.get(LEASES, "tfgang-controller", ns)
+        lease["spec"].update(holderIdentity="intruder", leaseDurationSeconds=60)
+        await cluster.api.replace(LEASES, "tfgang-controller", lease, ns)
+        with pytest.raises(LeadershipLost):
+            async with asyncio.timeout(10):
+                await task
+        assert not controller.leading
+        # From now on it makes no writes, even for a new job.
+        before = len(controller_writes(apiserver, CONTROLLER_USER, ns))
+        await cluster.create_job(simple_job("orphan", ns))
+        await asyncio.sleep(0.5)
+        assert len(controller_writes(apiserver, CONTROLLER_USER, ns)) == before
+        assert await cluster.podgroup("orphan") is None
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, LeadershipLost):
+            await task
+        await api.close()
+
+
+async def _true(value: bool) -> bool:
+    return value
