@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime
 import json
+import queue
 import re
-import time
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -218,22 +219,26 @@ def test_get_events_and_describe_lists_them(kubectl: Kubectl) -> None:
 
 
 def test_watch_prints_rows_as_pods_change(kubectl: Kubectl) -> None:
+    create_pod(kubectl, "watched")
     watcher = kubectl.popen("get", "po", "-o", "wide", "-w")
+    lines: queue.Queue[str] = queue.Queue()
+    assert watcher.stdout is not None
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in watcher.stdout or []], daemon=True)
+    reader.start()
     try:
-        time.sleep(0.8)
-        create_pod(kubectl, "watched")
+        seen = [lines.get(timeout=30), lines.get(timeout=30)]
         bind(kubectl, "watched", "las1")
+        seen.append(lines.get(timeout=30))
         write_status(kubectl, "watched", running("192.168.221.190"))
-        time.sleep(0.8)
+        seen.append(lines.get(timeout=30))
     finally:
         watcher.terminate()
-        output, _errors = watcher.communicate(timeout=10)
-    table = rows(output)
+        watcher.communicate(timeout=10)
+    table = rows("".join(seen))
     assert table[0][:3] == ["NAME", "READY", "STATUS"]
     states = [(row[2], row[6]) for row in table[1:]]
     assert states == [("Pending", "<none>"), ("Pending", "las1"), ("Running", "las1")]
     assert table[-1][5] == "192.168.221.190"
-    kubectl.run("delete", "po", "watched")
 
 
 def test_podgroup_columns_and_wide_queue(kubectl: Kubectl) -> None:
