@@ -11,6 +11,7 @@ import base64
 import copy
 import http.client
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,12 +47,17 @@ label_values = st.sampled_from(
 def webhook_connection(tmp_path_factory: pytest.TempPathFactory) -> Iterator[http.client.HTTPSConnection]:
     cert_dir: Path = tmp_path_factory.mktemp("fuzz-certs")
     ca = make_cert_dir(cert_dir)
+    # Decisions are logged at DEBUG/INFO: with logging on, a logging defect would show up here too.
+    webhook_logger = logging.getLogger("webhook")
+    saved_level = webhook_logger.level
+    webhook_logger.setLevel(logging.DEBUG)
     with ThreadedWebhook(cert_dir, list(SEED_JOBS.values())) as webhook:
         connection = http.client.HTTPSConnection(
             "127.0.0.1", webhook.port, context=client_context(ca), timeout=10
         )
         yield connection
         connection.close()
+    webhook_logger.setLevel(saved_level)
 
 
 def _post(connection: http.client.HTTPSConnection, path: str, body: bytes) -> tuple[int, Any]:
