@@ -64,30 +64,22 @@ class JobCaches:
         self.priority_classes = Store()
         for store in (self.pods, self.services):
             store.add_index(JOB_INDEX, job_label_index)
-        scope = namespace or None
 
-        def reflector(
-            res: Resource,
-            store: Store,
-            *,
-            child: bool,
-            namespaced: bool = True,
-            label_selector: str | None = None,
-        ) -> Reflector:
+        def reflector(res: Resource, store: Store, *, child: bool, selector: str | None = None) -> Reflector:
             return Reflector(
                 api,
                 res,
                 store,
-                namespace=scope if namespaced else None,
-                label_selector=label_selector,
+                namespace=namespace or None,
+                label_selector=selector,
                 handlers=[self._child_handler(res) if child else self._job_handler],
                 watch_timeout_seconds=watch_timeout_seconds,
             )
 
         self.reflectors = [
             reflector(TFJOBS, self.jobs, child=False),
-            reflector(PODS, self.pods, child=True, label_selector=CHILD_LABEL_SELECTOR),
-            reflector(SERVICES, self.services, child=True, label_selector=CHILD_LABEL_SELECTOR),
+            reflector(PODS, self.pods, child=True, selector=CHILD_LABEL_SELECTOR),
+            reflector(SERVICES, self.services, child=True, selector=CHILD_LABEL_SELECTOR),
             Reflector(
                 api,
                 PRIORITY_CLASSES,
