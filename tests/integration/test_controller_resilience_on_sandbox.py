@@ -16,7 +16,7 @@ import pytest
 from controller.manager import Controller, LeadershipLost
 from kube.api import KubeApi
 from kube.client import make_api_client
-from kube.resources import CONFIGMAPS, LEASES
+from kube.resources import CONFIGMAPS, LEASES, PODS
 
 from .operator import (
     CONTROLLER_USER,
@@ -198,3 +198,32 @@ async def test_a_leader_that_loses_its_lease_stops_acting_at_once(
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_a_stranger_pod_with_a_replica_name_is_never_adopted(
+    cluster: Cluster, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    squatter = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "squat-worker-0", "namespace": ns},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.37.0-glibc"}]},
+    }
+    await cluster.api.create(PODS, squatter, ns)
+    async with running_controller(controller_kubeconfig, controller_config(namespace=ns)) as controller:
+        await cluster.create_job(simple_job("squat", ns, workers=2))
+        await eventually(lambda: cluster.podgroup("squat"), what="the PodGroup")
+        await cluster.set_podgroup_phase("squat", "Inqueue")
+
+        async def failed_create_reported() -> bool:
+            await controller.events.flush()
+            return any(
+                e["reason"] == "FailedCreatePod" and "not controlled by this job" in e["message"]
+                for e in await cluster.events("squat")
+            )
+
+        await eventually(failed_create_reported, what="a FailedCreatePod event")
+        pod = await cluster.api.get(PODS, "squat-worker-0", ns)
+        assert not pod["metadata"].get("ownerReferences"), "the stranger's pod is left alone"
+        assert "squat-worker-1" in await cluster.pods("squat"), "the other replica is made anyway"
