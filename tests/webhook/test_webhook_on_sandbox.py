@@ -21,10 +21,15 @@ from typing import Any
 import aiohttp
 import pytest
 from admission_cases import load_cases
+from cryptography import x509
+from cryptography.x509 import verification
 
+from certs.authority import new_ca
 from certs.files import read_cert_dir
 from certs.keeper import CertificateKeeper, KeeperSettings
-from certs.secret import decode_secret_data
+from certs.pem import certificate_pem, load_certificate, load_certificates
+from certs.secret import decode_secret_data, encode_secret_data
+from certs.serving import issue_serving_certificate
 from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import ApiError
@@ -244,6 +249,17 @@ async def test_keeper_renews_under_the_same_ca_and_adopts_an_existing_secret(san
         assert decode_secret_data(secret["data"]) == renewed
         injected, missing = await keeper.inject_ca_bundle(renewed.serving.ca_pem)
         assert (injected, missing) == (0, [])
+        absent = CertificateKeeper(
+            api,
+            KeeperSettings(
+                secret_name=SECRET,
+                namespace="default",
+                service=SERVICE,
+                mutating_webhook_configurations=("not-created-yet",),
+            ),
+        )
+        result = await absent.reconcile(later)
+        assert result.missing_configurations == ("not-created-yet",) and not result.secret_written
 
 
 async def test_tfjob_cache_follows_the_watch_and_falls_back_to_get(sandbox: Any) -> None:
@@ -271,3 +287,47 @@ async def test_tfjob_cache_follows_the_watch_and_falls_back_to_get(sandbox: Any)
             await _wait_until(gone)
         finally:
             runner.cancel()
+
+
+async def test_keeper_replaces_unusable_foreign_and_ageing_secrets(sandbox: Any) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    old_ca = new_ca("old-ca", valid_days=3650, now=now - datetime.timedelta(days=3400))  # due: < 1 year left
+    foreign_ca = new_ca("cert-manager-ca", valid_days=90, now=now)
+    cases = {
+        "garbage": {"tls.crt": base64.b64encode(b"not a certificate").decode(), "tls.key": "", "ca.crt": ""},
+        # cert-manager style: no ca.key, so this webhook cannot renew under that CA.
+        "foreign": encode_secret_data(issue_serving_certificate(foreign_ca, ["x"], now=now)),
+        "ageing-ca": encode_secret_data(issue_serving_certificate(old_ca, ["x"], now=now), old_ca),
+    }
+    async with _kube(sandbox) as api:
+        for name, data in cases.items():
+            await api.create(
+                SECRETS,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": name, "namespace": "default"},
+                    "data": data,
+                },
+            )
+            keeper = CertificateKeeper(
+                api, KeeperSettings(secret_name=name, namespace="default", service=SERVICE)
+            )
+            stored, written = await keeper.ensure_secret(now)
+            assert written, name
+            assert stored.ca is not None and stored.ca.cert_pem not in (old_ca.cert_pem, foreign_ca.cert_pem)
+            bundle = load_certificates(stored.serving.ca_pem)
+            expected_tail = {"garbage": [], "foreign": [foreign_ca.cert_pem], "ageing-ca": [old_ca.cert_pem]}[
+                name
+            ]
+            # The new CA first, then the previous CAs still valid, so both old and new leaves verify.
+            assert [certificate_pem(c) for c in bundle] == [stored.ca.cert_pem, *expected_tail], name
+            store = verification.Store(bundle)
+            verifier = (
+                verification.PolicyBuilder()
+                .store(store)
+                .build_server_verifier(x509.DNSName(f"{SERVICE}.default.svc"))
+            )
+            verifier.verify(load_certificate(stored.serving.cert_pem), [])
+            secret = await api.get(SECRETS, name, "default")
+            assert decode_secret_data(secret["data"]) == stored
