@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from sandbox.scheduler.quantity import QuantityError, parse_milli
@@ -190,3 +191,32 @@ def command_line(container: Mapping[str, Any], env: Mapping[str, str]) -> list[s
     command = [expand(str(part), env) for part in container.get("command") or []]
     args = [expand(str(part), env) for part in container.get("args") or []]
     return command + args
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one container instance as a local process."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+
+
+def plan_launch(
+    pod: Mapping[str, Any],
+    container: Mapping[str, Any],
+    facts: PodFacts,
+    sources: Mapping[SourceKey, Mapping[str, str]],
+    scratch: Path,
+    host_path: str,
+) -> Launch:
+    """The process for ``container``: its resolved environment on top of a minimal base (the host's
+    PATH, a per-pod HOME, HOSTNAME), its command line, and its workingDir when that exists on this
+    host (the image's filesystem does not), else the pod's scratch directory."""
+    env = resolve_env(pod, container, facts, sources)
+    meta = pod.get("metadata") or {}
+    process_env = {"PATH": host_path, "HOME": str(scratch), "HOSTNAME": str(meta.get("name", ""))}
+    process_env.update(env)
+    working_dir = str(container.get("workingDir") or "")
+    cwd = Path(working_dir) if working_dir and Path(working_dir).is_dir() else scratch
+    return Launch(tuple(command_line(container, env)), process_env, cwd)

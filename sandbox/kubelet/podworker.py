@@ -10,8 +10,6 @@ Running (restartCount n) ... and, on deletion, Terminating -> a terminal phase -
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import datetime
 import logging
@@ -26,7 +24,7 @@ from kube.api import KubeApi
 from kube.errors import ApiError, Conflict, NotFound
 from kube.events import EventRecorder
 from kube.patches import PatchType
-from kube.resources import CONFIGMAPS, PODS, SECRETS
+from kube.resources import PODS
 from sandbox.kubelet import backoff as bo
 from sandbox.kubelet.containers import (
     CONTAINER_CREATING,
@@ -38,19 +36,22 @@ from sandbox.kubelet.containers import (
     Waiting,
     exit_code_of,
 )
-from sandbox.kubelet.envvars import (
-    CONFIG_MAP,
-    EnvError,
-    PodFacts,
-    SourceKey,
-    command_line,
-    referenced_sources,
-    resolve_env,
-)
+from sandbox.kubelet.envsources import fetch_env_sources
+from sandbox.kubelet.envvars import EnvError, PodFacts, SourceKey, plan_launch
 from sandbox.kubelet.logstore import LogStore
 from sandbox.kubelet.nodeobject import HOST_IP
 from sandbox.kubelet.podstatus import TERMINAL_PHASES, PodView, compose_status, compute_phase, should_restart
 from sandbox.kubelet.process import ContainerProcess, StartFailed
+from sandbox.kubelet.slots import (
+    ContainerSlot,
+    Exited,
+    Message,
+    PodChanged,
+    PodRemoved,
+    RestartDue,
+    ShowBackoff,
+    earlier_restarts,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -77,58 +78,6 @@ class NodeFacts:
     allocatable: Mapping[str, str]
 
 
-# -- inbox messages ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Exited:
-    container: str
-    generation: int
-    returncode: int
-
-
-@dataclass(frozen=True)
-class _ShowBackoff:
-    container: str
-    generation: int
-
-
-@dataclass(frozen=True)
-class _RestartDue:
-    container: str
-    generation: int
-
-
-@dataclass(frozen=True)
-class _PodChanged:
-    pass
-
-
-@dataclass(frozen=True)
-class _PodRemoved:
-    pass
-
-
-_Message = _Exited | _ShowBackoff | _RestartDue | _PodChanged | _PodRemoved
-
-
-@dataclass
-class _Slot:
-    spec: Mapping[str, Any]
-    record: ContainerRecord
-    process: ContainerProcess | None = None
-    generation: int = 0
-    backoff: bo.BackoffEntry | None = None
-    finished_mono: float = 0.0
-    restart_pending: bool = False
-    timers: list[asyncio.TimerHandle] = field(default_factory=list)
-
-    def cancel_timers(self) -> None:
-        for timer in self.timers:
-            timer.cancel()
-        self.timers.clear()
-
-
 class PodWorker:
     def __init__(
         self,
@@ -147,12 +96,12 @@ class PodWorker:
         self._pod_ip = pod_ip
         self._logs = logs
         self._settings = settings
-        self._inbox: asyncio.Queue[_Message] = asyncio.Queue()
+        self._inbox: asyncio.Queue[Message] = asyncio.Queue()
         meta = pod.get("metadata") or {}
         self.namespace = str(meta.get("namespace", ""))
         self.name = str(meta.get("name", ""))
         self.uid = str(meta.get("uid", ""))
-        self._slots: dict[str, _Slot] = {}
+        self._slots: dict[str, ContainerSlot] = {}
         self._start_time = now_text()
         self._published_ip = ""
         self._final_phase: str | None = None
@@ -163,10 +112,10 @@ class PodWorker:
 
     def update(self, pod: dict[str, Any]) -> None:
         self.pod = pod
-        self._inbox.put_nowait(_PodChanged())
+        self._inbox.put_nowait(PodChanged())
 
     def removed(self) -> None:
-        self._inbox.put_nowait(_PodRemoved())
+        self._inbox.put_nowait(PodRemoved())
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -225,20 +174,9 @@ class PodWorker:
             logger.warning("pod %s: status write failed: %s", self._key, error)
 
     async def _sources(self) -> dict[SourceKey, Mapping[str, str]]:
-        keys: set[SourceKey] = set()
-        for container in (self.pod.get("spec") or {}).get("containers") or []:
-            keys |= referenced_sources(container)
-        found: dict[SourceKey, Mapping[str, str]] = {}
-        for kind, name in keys:
-            try:
-                obj = await self._api.get(CONFIGMAPS if kind == CONFIG_MAP else SECRETS, name, self.namespace)
-            except NotFound:
-                continue
-            data = {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
-            if kind != CONFIG_MAP:
-                data = {k: _decode_secret(v) for k, v in data.items()}
-            found[(kind, name)] = data
-        return found
+        return await fetch_env_sources(
+            self._api, self.namespace, (self.pod.get("spec") or {}).get("containers") or []
+        )
 
     # -- the life ---------------------------------------------------------------------------
 
@@ -260,7 +198,7 @@ class PodWorker:
             await self._await_deletion()
             return
         spec = self.pod.get("spec") or {}
-        earlier = _earlier_restarts(self.pod)
+        earlier = earlier_restarts(self.pod)
         for container in spec.get("containers") or []:
             name = str(container.get("name", ""))
             # A pod this agent finds already started (the agent was restarted) restarts its containers.
@@ -268,7 +206,7 @@ class PodWorker:
             record = ContainerRecord(
                 name, str(container.get("image", "")), Waiting(CONTAINER_CREATING), None, restarts
             )
-            self._slots[name] = _Slot(container, record)
+            self._slots[name] = ContainerSlot(container, record)
         self._logs.register_pod(self.namespace, self.name, self.uid, list(self._slots))
         await self._publish()
         await asyncio.sleep(self._settings.start_delay)
@@ -286,18 +224,18 @@ class PodWorker:
                 await self._terminate()
                 return
             message = await self._inbox.get()
-            if isinstance(message, _PodRemoved):
+            if isinstance(message, PodRemoved):
                 return
-            if isinstance(message, _PodChanged):
+            if isinstance(message, PodChanged):
                 continue
             slot = self._slots.get(message.container)
             if slot is None or message.generation != slot.generation or self._final_phase is not None:
                 continue
-            if isinstance(message, _Exited):
+            if isinstance(message, Exited):
                 await self._on_exit(slot, message.returncode)
-            elif isinstance(message, _ShowBackoff):
+            elif isinstance(message, ShowBackoff):
                 await self._show_backoff(slot)
-            elif isinstance(message, _RestartDue):
+            elif isinstance(message, RestartDue):
                 ran_before = isinstance(slot.record.state, Terminated) or slot.record.last_state is not None
                 await self._start(slot, await self._sources(), restart=ran_before)
                 await self._publish()
@@ -309,11 +247,11 @@ class PodWorker:
                 await self._final_delete()
                 return
             message = await self._inbox.get()
-            if isinstance(message, _PodRemoved):
+            if isinstance(message, PodRemoved):
                 return
 
     async def _start(
-        self, slot: _Slot, sources: Mapping[SourceKey, Mapping[str, str]], *, restart: bool
+        self, slot: ContainerSlot, sources: Mapping[SourceKey, Mapping[str, str]], *, restart: bool
     ) -> None:
         slot.cancel_timers()
         slot.restart_pending = False
@@ -327,35 +265,24 @@ class PodWorker:
         if restart:
             slot.backoff = bo.after_restart(slot.backoff, time.monotonic(), self._settings.backoff)
         facts = PodFacts(self._pod_ip, HOST_IP, self._node.allocatable)
+        pod_dir = self._logs.pod_dir(self.namespace, self.name, self.uid)
         try:
-            env = resolve_env(self.pod, slot.spec, facts, sources)
+            launch = plan_launch(
+                self.pod, slot.spec, facts, sources, pod_dir, os.environ.get("PATH", "/usr/bin:/bin")
+            )
         except EnvError as error:
             slot.record = replace(old, state=Waiting(CREATE_CONFIG_ERROR, str(error)))
             logger.warning("pod %s container %s: %s", self._key, old.name, error)
             self._event("Warning", "Failed", f"Error: {error}")
-            retry = _RestartDue(old.name, slot.generation)
-            slot.timers.append(
-                asyncio.get_running_loop().call_later(
-                    self._settings.backoff.initial, self._inbox.put_nowait, retry
-                )
-            )
+            retry = RestartDue(old.name, slot.generation)
+            loop = asyncio.get_running_loop()
+            slot.timers.append(loop.call_later(self._settings.backoff.initial, self._inbox.put_nowait, retry))
             return
-        argv = command_line(slot.spec, env)
-        pod_dir = self._logs.pod_dir(self.namespace, self.name, self.uid)
         log_path = self._logs.new_instance(self.uid, self.namespace, self.name, old.name, restart_count)
-        process_env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(pod_dir),
-            "HOSTNAME": self.name,
-        }
-        process_env.update(env)
-        working_dir = Path(str(slot.spec.get("workingDir") or "")) if slot.spec.get("workingDir") else pod_dir
-        if not working_dir.is_dir():
-            working_dir = pod_dir
         started = now_text()
         container_id = f"sandbox://{self.uid[:8]}-{old.name}-{restart_count}"
         try:
-            process = await ContainerProcess.start(argv, process_env, working_dir, log_path)
+            process = await ContainerProcess.start(launch.argv, launch.env, launch.cwd, log_path)
         except StartFailed as error:
             self._event("Warning", "Failed", f'Error: failed to start container "{old.name}": {error}')
             self._logs.instance_ended(self.uid, old.name)
@@ -363,7 +290,7 @@ class PodWorker:
             slot.record = ContainerRecord(
                 old.name, old.image, failure, last_state, restart_count, container_id, last_id
             )
-            self._inbox.put_nowait(_Exited(old.name, slot.generation, 128))
+            self._inbox.put_nowait(Exited(old.name, slot.generation, 128))
             return
         slot.process = process
         self._event("Normal", "Pulled", f'Container image "{old.image}" already present on machine')
@@ -385,9 +312,9 @@ class PodWorker:
 
     async def _watch_process(self, container: str, generation: int, process: ContainerProcess) -> None:
         returncode = await process.wait()
-        self._inbox.put_nowait(_Exited(container, generation, returncode))
+        self._inbox.put_nowait(Exited(container, generation, returncode))
 
-    async def _on_exit(self, slot: _Slot, returncode: int) -> None:
+    async def _on_exit(self, slot: ContainerSlot, returncode: int) -> None:
         slot.process = None
         slot.finished_mono = time.monotonic()
         record = slot.record
@@ -413,10 +340,10 @@ class PodWorker:
             show_after = min(self._settings.crash_display_delay, delay / 2)
             generation = slot.generation
             slot.timers.append(
-                loop.call_later(show_after, self._inbox.put_nowait, _ShowBackoff(record.name, generation))
+                loop.call_later(show_after, self._inbox.put_nowait, ShowBackoff(record.name, generation))
             )
             slot.timers.append(
-                loop.call_later(delay, self._inbox.put_nowait, _RestartDue(record.name, generation))
+                loop.call_later(delay, self._inbox.put_nowait, RestartDue(record.name, generation))
             )
             return
         phase = compute_phase(self._restart_policy, self._records())
@@ -428,7 +355,7 @@ class PodWorker:
             await self._await_deletion()
             self._gone = True
 
-    async def _show_backoff(self, slot: _Slot) -> None:
+    async def _show_backoff(self, slot: ContainerSlot) -> None:
         record = slot.record
         if not isinstance(record.state, Terminated):
             return
@@ -520,20 +447,3 @@ class PodWorker:
                 if not isinstance(error, NotFound | Conflict):
                     logger.warning("pod %s: final delete failed: %s", self._key, error)
         self._gone = True
-
-
-def _earlier_restarts(pod: Mapping[str, Any]) -> dict[str, int]:
-    """Restart counts of containers that a previous run of the agent had already started."""
-    counts: dict[str, int] = {}
-    for status in (pod.get("status") or {}).get("containerStatuses") or []:
-        state = status.get("state") or {}
-        if "running" in state or "terminated" in state or status.get("lastState"):
-            counts[str(status.get("name", ""))] = int(status.get("restartCount") or 0)
-    return counts
-
-
-def _decode_secret(value: str) -> str:
-    try:
-        return base64.b64decode(value, validate=True).decode("utf-8", "replace")
-    except (binascii.Error, ValueError):
-        return value

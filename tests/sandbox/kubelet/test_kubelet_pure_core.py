@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sandbox.kubelet.backoff import BackoffEntry, BackoffPolicy, after_restart, go_duration, restart_delay
 from sandbox.kubelet.containers import ContainerRecord, Running, Terminated, Waiting, exit_code_of
-from sandbox.kubelet.envvars import EnvError, PodFacts, command_line, expand, referenced_sources, resolve_env
+from sandbox.kubelet.envvars import (
+    EnvError,
+    PodFacts,
+    command_line,
+    expand,
+    plan_launch,
+    referenced_sources,
+    resolve_env,
+)
 from sandbox.kubelet.ipam import PodIpAllocator, PodIpExhausted
 from sandbox.kubelet.nodespec import NodeSpecError, parse_nodes
 from sandbox.kubelet.podstatus import PodView, compose_status, compute_phase, should_restart, waiting_records
@@ -325,3 +334,26 @@ def test_pod_ips_are_unique_per_pod_and_reused_after_release() -> None:
     assert first in addresses and second not in addresses
     with pytest.raises(PodIpExhausted):
         ipam.allocate("one-too-many")
+
+
+def test_plan_launch_builds_the_process(tmp_path: Path) -> None:
+    container = {
+        "name": "main",
+        "command": ["sh", "-c"],
+        "args": ["echo $(GREETING)"],
+        "env": [{"name": "GREETING", "value": "hi"}, {"name": "HOME", "value": "/override"}],
+        "workingDir": "/does/not/exist/here",
+    }
+    launch = plan_launch(make_pod(), container, PodFacts("10.244.0.2", "127.0.0.1"), {}, tmp_path, "/usr/bin")
+    assert launch.argv == ("sh", "-c", "echo hi")
+    assert launch.env == {
+        "PATH": "/usr/bin",
+        "HOME": "/override",
+        "HOSTNAME": "tftest-ps-0",
+        "GREETING": "hi",
+    }
+    assert launch.cwd == tmp_path
+    container["workingDir"] = str(tmp_path / "..")
+    assert (
+        plan_launch(make_pod(), container, PodFacts("", ""), {}, tmp_path, "/usr/bin").cwd == tmp_path / ".."
+    )

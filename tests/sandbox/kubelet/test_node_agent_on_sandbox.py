@@ -70,8 +70,8 @@ async def test_a_crashing_pod_goes_through_error_and_crash_loop_back_off_and_its
             "Started container main",
         )
 
-        code, output = await cluster.kubectl("logs", "crash")
-        assert (code, output) == (0, "hello from crash\n")
+        # The current instance may have been started a moment ago and not printed yet.
+        await eventually(_logged(cluster, "crash", "hello from crash\n"), what="the current output")
         code, output = await cluster.kubectl("logs", "crash", "--previous")
         assert (code, output) == (0, "hello from crash\n")
 
