@@ -444,16 +444,16 @@ class RestHandler:
         ]:
             raise bad_request(f"container {container} is not valid for pod {name}")
         node_name = spec.get("nodeName")
-        node = self.state.storage.get(NODES, "", str(node_name)) if node_name else None
-        port = (
-            (((node or {}).get("status") or {}).get("daemonEndpoints") or {})
-            .get("kubeletEndpoint", {})
-            .get("Port")
-        )
-        if not node_name or not port:
-            raise bad_request(
-                f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
-            )
+        if not node_name:
+            # kube-apiserver has no kubelet to ask for a pod not yet scheduled: an empty log.
+            return web.Response(body=b"", content_type="text/plain")
+        node = self.state.storage.get(NODES, "", str(node_name))
+        if node is None:
+            raise not_found("nodes", "", str(node_name))
+        endpoints = (node.get("status") or {}).get("daemonEndpoints") or {}
+        port = (endpoints.get("kubeletEndpoint") or {}).get("Port")
+        if not port:
+            raise internal_error(f'no kubelet endpoint is known for node "{node_name}"')
         query = {
             k: v
             for k, v in request.query.items()

@@ -195,7 +195,26 @@ def prepare_update(
     return unknown
 
 
+# Built-in kinds whose strategies keep metadata.generation (custom resources always do).
+GENERATION_KINDS = frozenset(
+    {
+        StorageKey("", "pods"),
+        StorageKey("apps", "deployments"),
+        StorageKey("apiextensions.k8s.io", "customresourcedefinitions"),
+        StorageKey("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        StorageKey("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+    }
+)
+
+
+def tracks_generation(info: ResourceInfo) -> bool:
+    return info.is_custom or info.storage_key in GENERATION_KINDS
+
+
 def _bump_generation(info: ResourceInfo, new: JsonObj, old: JsonObj) -> None:
+    if not tracks_generation(info):
+        new["metadata"].pop("generation", None)
+        return
     ignored = {"metadata", "status"} if info.has_status or not info.is_custom else {"metadata"}
     changed = any(
         new.get(k) != old.get(k) for k in set(new) | set(old) if k not in ignored | {"apiVersion", "kind"}

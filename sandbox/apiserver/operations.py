@@ -151,7 +151,10 @@ async def create(
         meta.pop(server_field, None)
     meta["uid"] = str(uuid.uuid4())
     meta["creationTimestamp"] = timestamp(state.now())
-    meta["generation"] = 1
+    if objects.tracks_generation(info):
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
     _raise_invalid(info, name, objects.validate(info, obj, None)[:1] if not name else [])
     unknown = objects.prepare_create(state, info, obj)
     _report_unknown(unknown, ctx)

@@ -1,0 +1,139 @@
+"""Smaller kube-apiserver behaviours: discovery, generation, node agent liveness, initial events, logs."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import ssl
+
+import aiohttp
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from sandbox.apiserver.state import ApiState
+from sandbox.testing import ApiServerHandle
+from tests.sandbox.apiserver.conftest import Kubectl, raw_request
+
+
+def stamp(moment: datetime.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def test_discovery_lists_builtin_and_crd_resources(api: ApiServerHandle) -> None:
+    code, groups, _ = await raw_request(api, "GET", "/apis")
+    assert code == 200
+    names = [group["name"] for group in groups["groups"]]
+    assert {"scheduling.volcano.sh", "kubeflow.org", "coordination.k8s.io", "events.k8s.io"} <= set(names)
+    code, core, _ = await raw_request(api, "GET", "/api/v1")
+    pods = next(r for r in core["resources"] if r["name"] == "pods")
+    assert pods["shortNames"] == ["po"] and pods["namespaced"] is True and "watch" in pods["verbs"]
+    assert {"pods/status", "pods/binding", "pods/log"} <= {r["name"] for r in core["resources"]}
+    code, volcano, _ = await raw_request(api, "GET", "/apis/scheduling.volcano.sh/v1beta1")
+    podgroups = next(r for r in volcano["resources"] if r["name"] == "podgroups")
+    assert podgroups["shortNames"] == ["pg", "podgroup-v1beta1"]
+    assert "podgroups/status" not in {r["name"] for r in volcano["resources"]}
+    queues = next(r for r in volcano["resources"] if r["name"] == "queues")
+    assert queues["namespaced"] is False
+    code, aggregated, headers = await raw_request(
+        api, "GET", "/apis", accept="application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    )
+    assert headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
+    assert aggregated["kind"] == "APIGroupDiscoveryList"
+    code, version, _ = await raw_request(api, "GET", "/version", token="")
+    assert code == 200 and version["major"] == "1"
+    code, missing, _ = await raw_request(api, "GET", "/apis/nothing.example.com/v1/things")
+    assert code == 404 and missing["reason"] == "NotFound"
+
+
+async def test_generation_is_kept_only_where_kube_keeps_it(api_client: ApiClient) -> None:
+    core = client.CoreV1Api(api_client)
+    configmap = await core.create_namespaced_config_map("default", {"metadata": {"name": "no-generation"}})
+    assert configmap.metadata.generation is None
+    pod = await core.create_namespaced_pod(
+        "default",
+        {"metadata": {"name": "generation"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+    )
+    assert pod.metadata.generation == 1
+    labelled = await core.patch_namespaced_pod("generation", "default", {"metadata": {"labels": {"a": "b"}}})
+    assert labelled.metadata.generation == 1, "metadata changes do not bump generation"
+    await core.delete_namespaced_pod("generation", "default")
+    await core.delete_namespaced_config_map("no-generation", "default")
+
+
+def test_node_agent_liveness_from_heartbeat_or_lease() -> None:
+    state = ApiState.create()
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    state.clock = lambda: now
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "lastHeartbeatTime": stamp(now - datetime.timedelta(minutes=5)),
+    }
+    node = {"metadata": {"name": "las1"}, "status": {"conditions": [ready]}}
+    state.storage.put(state.registry.lookup("", "v1", "nodes").storage_key, node, "ADDED")  # type: ignore[union-attr]
+    assert not state.node_agent_serves("las1"), "a stale heartbeat means no agent"
+    lease = {
+        "metadata": {"name": "las1", "namespace": "kube-node-lease"},
+        "spec": {"holderIdentity": "las1", "renewTime": "2025-12-31T23:59:50.000000Z"},
+    }
+    leases = state.registry.lookup("coordination.k8s.io", "v1", "leases")
+    assert leases is not None
+    state.storage.put(leases.storage_key, lease, "ADDED")
+    assert state.node_agent_serves("las1"), "a fresh node lease counts as the heartbeat"
+    assert not state.node_agent_serves("other")
+
+
+async def test_send_initial_events_ends_with_the_marked_bookmark(
+    api: ApiServerHandle, api_client: ApiClient
+) -> None:
+    core = client.CoreV1Api(api_client)
+    await core.create_namespaced_config_map("default", {"metadata": {"name": "initial"}})
+    context = ssl.create_default_context(cadata=api.ca_pem.decode())
+    query = "watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"
+    events = []
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            f"{api.url}/api/v1/namespaces/default/configmaps?{query}&timeoutSeconds=5",
+            headers={"Authorization": f"Bearer {api.token}"},
+            ssl=context,
+        ) as response,
+    ):
+        async for line in response.content:
+            events.append(json.loads(line))
+            if events[-1]["type"] == "BOOKMARK":
+                break
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+    assert events[0]["object"]["metadata"]["name"] == "initial"
+    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    await core.delete_namespaced_config_map("initial", "default")
+
+
+def test_logs_of_an_unscheduled_pod_are_empty(kubectl: Kubectl) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "unscheduled"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    kubectl.run("create", "-f", "-", stdin=json.dumps(pod))
+    logs = kubectl.run("logs", "unscheduled")
+    assert logs.stdout == ""
+    kubectl.run("delete", "pod", "unscheduled")
+
+
+async def test_services_get_cluster_ips_and_headless_stays_headless(api_client: ApiClient) -> None:
+    core = client.CoreV1Api(api_client)
+    normal = await core.create_namespaced_service(
+        "default",
+        {"metadata": {"name": "normal"}, "spec": {"ports": [{"port": 2222}], "selector": {"a": "b"}}},
+    )
+    assert normal.spec.cluster_ip.startswith("10.") and normal.spec.cluster_ips == [normal.spec.cluster_ip]
+    assert normal.spec.ports[0].target_port == 2222 and normal.spec.ports[0].protocol == "TCP"
+    headless = await core.create_namespaced_service(
+        "default",
+        {"metadata": {"name": "headless"}, "spec": {"clusterIP": "None", "ports": [{"port": 2222}]}},
+    )
+    assert headless.spec.cluster_ip == "None" and headless.spec.type == "ClusterIP"
+    for name in ("normal", "headless"):
+        await core.delete_namespaced_service(name, "default")
