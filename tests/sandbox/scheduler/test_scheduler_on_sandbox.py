@@ -89,10 +89,17 @@ async def test_room_for_three_of_four_binds_none_and_tells_why() -> None:
             await cluster.api.create(PODS, member("big", index))
 
         async def explained() -> bool:
+            # Sessions may have seen fewer members first; wait for the verdict on all four.
             events, _ = await cluster.api.list_all(EVENTS, "default")
-            return any(e.get("reason") == "FailedScheduling" for e in events)
+            status = (await cluster.api.get(PODGROUPS_V1BETA1, "big", "default")).get("status") or {}
+            messages = [c.get("message", "") for c in status.get("conditions") or []]
+            failed = any(e.get("reason") == "FailedScheduling" for e in events)
+            last = await get_pod(cluster.api, "big-3")
+            scheduled = {c["type"]: c for c in last["status"].get("conditions") or []}.get("PodScheduled", {})
+            told = "Insufficient cpu" in scheduled.get("message", "")
+            return failed and told and any(m.startswith("4/4 tasks in gang unschedulable") for m in messages)
 
-        await eventually(explained, what="FailedScheduling events")
+        await eventually(explained, what="the gang's verdict and FailedScheduling events")
         group = await cluster.api.get(PODGROUPS_V1BETA1, "big", "default")
         (condition,) = [c for c in group["status"]["conditions"] if c["type"] == "Unschedulable"]
         assert condition["reason"] == "NotEnoughResources"
