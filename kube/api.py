@@ -132,7 +132,6 @@ class KubeApi:
         headers = {"Accept": "application/json"}
         if content_type is not None:
             headers["Content-Type"] = content_type
-        await self._limiter.acquire()
         try:
             response: aiohttp.ClientResponse = await self._client.call_api(
                 path,
@@ -161,7 +160,8 @@ class KubeApi:
         body: Any = None,
         content_type: str | None = None,
     ) -> dict[str, Any] | None:
-        started = time.monotonic()
+        await self._limiter.acquire()
+        started = time.monotonic()  # the observer sees server latency, not time spent throttled
         status = 0
         try:
             response = await self._send(
@@ -375,6 +375,7 @@ class KubeApi:
         # A half-open connection would otherwise block a read forever: the server must end the
         # stream by timeout_seconds, so a read idle well past that is a dead connection.
         timeout = aiohttp.ClientTimeout(sock_connect=self._request_timeout, sock_read=timeout_seconds + 30)
+        await self._limiter.acquire()
         started = time.monotonic()
         status = 0
         try:

@@ -45,8 +45,10 @@ def test_bad_burst_is_refused() -> None:
         TokenBucket(qps=1, burst=0)
 
 
-async def test_acquire_waits_for_a_token() -> None:
-    bucket = TokenBucket(qps=1000, burst=1)
+async def test_acquire_takes_a_token_even_when_it_has_to_wait() -> None:
+    clock = FakeClock()  # frozen: no token ever refills, so the second acquire is a reservation
+    bucket = TokenBucket(qps=100, burst=1, clock=clock)
     await bucket.acquire()
-    await bucket.acquire()  # the second one had to wait about a millisecond; it must still return
-    assert bucket.available < 1.0
+    assert bucket.available == pytest.approx(0.0)
+    await bucket.acquire()  # sleeps the reserved 10 ms, then returns
+    assert bucket.available == pytest.approx(-1.0)
