@@ -135,10 +135,9 @@ def schedule_gangs(
         admitted.append(job)
 
     for job in admitted:
+        # Only a gang still waiting for admission is skipped (Volcano's allocate skips Pending jobs).
         attempt = (
-            _try_allocate(job, ledger)
-            if job.phase in (pgs.INQUEUE, pgs.RUNNING, pgs.UNKNOWN)
-            else _Attempt({}, {}, False)
+            _try_allocate(job, ledger) if job.phase not in ("", pgs.PENDING) else _Attempt({}, {}, False)
         )
         statuses = [
             TaskStatus.BOUND if attempt.committed and task.uid in attempt.placed else task.status

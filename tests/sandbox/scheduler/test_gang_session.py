@@ -214,3 +214,23 @@ def test_plain_pods_go_to_the_least_allocated_node_and_unfit_ones_fail() -> None
 def test_pods_of_other_schedulers_are_left_alone() -> None:
     result = session([node("las1")], [pod("x", scheduler="someone-else")], [])
     assert result.binds == ()
+
+
+def test_a_gang_refused_at_enqueue_binds_nothing_even_if_its_pods_would_fit() -> None:
+    group = podgroup("g", 2, min_resources={"cpu": "20"})
+    result = session([node("las1")], gang_pods("g", 2), [group])
+
+    assert result.binds == ()
+    (write,) = result.podgroup_writes
+    assert write.status["phase"] == "Pending"
+    assert write.status["conditions"][0]["message"].endswith("resource in cluster is overused: overused cpu")
+
+
+def test_higher_priority_gangs_are_served_first() -> None:
+    low = podgroup("low", 1, phase="Inqueue", created="2026-01-01T00:00:01Z")
+    high = podgroup("high", 1, phase="Inqueue", created="2026-01-01T00:00:02Z")
+    urgent = pod("high-0", group="high", cpu="6", created="2026-01-01T00:00:02Z")
+    urgent["spec"]["priority"] = 1000
+    result = session([node("las1")], [pod("low-0", group="low", cpu="6"), urgent], [low, high])
+
+    assert [b.name for b in result.binds] == ["high-0"]
