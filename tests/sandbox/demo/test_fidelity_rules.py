@@ -9,7 +9,7 @@ import yaml
 from sandbox.seedreplay import backoff_base_for, seed_dir, shorten_manifest
 from tests.sandbox.demo.fidelity import (
     KILLED_RIGHT_AFTER_RESTART,
-    PODGROUP_PENDING_BEFORE_DELETE,
+    PODGROUP_SEEN_DURING_TEARDOWN,
     compare_pod,
     compare_podgroup,
     distinct,
@@ -103,8 +103,16 @@ def test_known_divergences_are_recognised_by_their_exact_shape() -> None:
     )
     podgroup = [("", 4, 0), ("Inqueue", 4, 0), ("Running", 4, 0), ("Running", 4, 4), ("Running", 4, 2)]
     pending = [*podgroup, ("Pending", 4, 0)]
-    assert known_podgroup_divergence(pending, podgroup) == PODGROUP_PENDING_BEFORE_DELETE
-    assert known_podgroup_divergence([*podgroup[:3], ("Pending", 4, 0)], podgroup) is None
+    none_running = [*podgroup, ("Running", 4, 0)]
+    both = [*podgroup, ("Running", 4, 0), ("Pending", 4, 0)]
+    for torn_down in (pending, none_running, both):
+        assert (
+            known_podgroup_divergence("worker-failure", torn_down, podgroup) == PODGROUP_SEEN_DURING_TEARDOWN
+        )
+        assert known_podgroup_divergence("normal", torn_down, podgroup) is None
+    assert known_podgroup_divergence("worker-failure", [*podgroup[:3], ("Pending", 4, 0)], podgroup) is None
+    rose_again = [*podgroup, ("Running", 4, 4), ("Running", 4, 0)]
+    assert known_podgroup_divergence("worker-failure", rose_again, podgroup) is None
 
 
 def test_shortened_manifests_divide_every_sleep_and_keep_the_rest() -> None:

@@ -1,28 +1,15 @@
-"""Acceptance: the seed's three experiments, sleeps divided by 5, show the transcript's states.
-
-What "the same" means, and the timing-dependent differences it tolerates, is in ``fidelity.py``.
-"""
+"""Acceptance: the seed's three experiments with every sleep divided by 5 (30s -> 6s, 10s -> 2s,
+15s -> 3s) and a shortened crash back-off show the transcript's sequences of distinct states."""
 
 from __future__ import annotations
 
 import pytest
 
 from sandbox.seedreplay import ExperimentRecord
-from tests.sandbox.demo.fidelity import (
-    EXPERIMENT_ORDER,
-    compare_pod,
-    compare_podgroup,
-    known_pod_divergence,
-    known_podgroup_divergence,
-    parse_transcript,
-    pod_states,
-    podgroup_states,
-    tfjob_states,
-)
+from tests.sandbox.demo.fidelity_checks import SeedFidelityChecks
 from tests.sandbox.demo.replaying import replay_seed
 
 SPEED = 5.0
-TRANSCRIPT, TF_CONFIG = parse_transcript()
 
 
 @pytest.fixture(scope="module")
@@ -31,53 +18,5 @@ def replays() -> dict[str, ExperimentRecord]:
     return records
 
 
-@pytest.mark.parametrize("experiment", EXPERIMENT_ORDER)
-def test_experiment_ends_in_the_transcripts_final_state(
-    replays: dict[str, ExperimentRecord], experiment: str
-) -> None:
-    record = replays[experiment]
-    assert record.missing == []
-    assert record.reached
-
-
-@pytest.mark.parametrize("experiment", EXPERIMENT_ORDER)
-def test_tfjob_states_are_the_transcripts(replays: dict[str, ExperimentRecord], experiment: str) -> None:
-    observed = tfjob_states(replays[experiment].streams["tfjob"])
-    assert observed == tfjob_states(TRANSCRIPT[experiment].streams["tfjob"])
-
-
-@pytest.mark.parametrize("experiment", EXPERIMENT_ORDER)
-def test_podgroup_states_are_the_transcripts(replays: dict[str, ExperimentRecord], experiment: str) -> None:
-    observed = podgroup_states(replays[experiment].streams["podgroup"])
-    expected = podgroup_states(TRANSCRIPT[experiment].streams["podgroup"])
-    problems = compare_podgroup(observed, expected)
-    if problems and (reason := known_podgroup_divergence(observed, expected)):
-        pytest.xfail(reason)
-    assert problems == []
-
-
-@pytest.mark.parametrize("experiment", EXPERIMENT_ORDER)
-def test_pod_states_are_the_transcripts(replays: dict[str, ExperimentRecord], experiment: str) -> None:
-    observed = pod_states(replays[experiment].streams["po"])
-    expected = pod_states(TRANSCRIPT[experiment].streams["po"])
-    assert sorted(observed) == sorted(expected)
-    problems: list[str] = []
-    divergences: list[str] = []
-    for name in sorted(expected):
-        differences = compare_pod(experiment, name, observed[name], expected[name])
-        reason = known_pod_divergence(experiment, observed[name], expected[name]) if differences else None
-        (divergences if reason else problems).extend(
-            f"{diff} ({reason})" if reason else diff for diff in differences
-        )
-    assert problems == []
-    if divergences:
-        pytest.xfail("; ".join(divergences))
-
-
-@pytest.mark.parametrize("experiment", ["normal", "ps-failure"])
-def test_ps_environment_shows_the_seeds_tf_config(
-    replays: dict[str, ExperimentRecord], experiment: str
-) -> None:
-    environment = [line.strip() for line in replays[experiment].environment]
-    assert environment[0] == "Environment:"
-    assert f"TF_CONFIG:  {TF_CONFIG}" in environment
+class TestShortenedSeedReplay(SeedFidelityChecks):
+    pass
