@@ -10,7 +10,6 @@ Running (restartCount n) ... and, on deletion, Terminating -> a terminal phase -
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import logging
 import os
@@ -56,6 +55,8 @@ from sandbox.kubelet.slots import (
 logger = logging.getLogger(__name__)
 
 DEFAULT_GRACE_SECONDS = 30.0
+API_ATTEMPTS = 3
+RETRY_SECONDS = 1.0
 
 
 def now_text() -> str:
@@ -159,19 +160,23 @@ class PodWorker:
             deleting=self._deleting,
         )
         status = compose_status(self.pod, view, now_text(), self._final_phase)
-        try:
-            await self._api.patch(
-                PODS,
-                self.name,
-                {"status": status},
-                self.namespace,
-                patch_type=PatchType.MERGE,
-                subresource="status",
-            )
-        except NotFound:
-            self._gone = True
-        except ApiError as error:
-            logger.warning("pod %s: status write failed: %s", self._key, error)
+        for attempt in range(API_ATTEMPTS):
+            try:
+                await self._api.patch(
+                    PODS,
+                    self.name,
+                    {"status": status},
+                    self.namespace,
+                    patch_type=PatchType.MERGE,
+                    subresource="status",
+                )
+                return
+            except NotFound:
+                self._gone = True
+                return
+            except ApiError as error:
+                logger.warning("pod %s: status write failed (attempt %d): %s", self._key, attempt + 1, error)
+                await asyncio.sleep(RETRY_SECONDS)
 
     async def _sources(self) -> dict[SourceKey, Mapping[str, str]]:
         return await fetch_env_sources(
@@ -437,13 +442,17 @@ class PodWorker:
         await self._final_delete()
 
     async def _final_delete(self) -> None:
-        with contextlib.suppress(NotFound, Conflict):
+        """The kubelet's last word on a pod: delete it for good, once its containers are stopped."""
+        for attempt in range(API_ATTEMPTS):
             try:
                 await self._api.delete(
                     PODS, self.name, self.namespace, grace_period_seconds=0, uid_precondition=self.uid
                 )
                 logger.info("pod %s deleted", self._key)
+                break
+            except (NotFound, Conflict):
+                break
             except ApiError as error:
-                if not isinstance(error, NotFound | Conflict):
-                    logger.warning("pod %s: final delete failed: %s", self._key, error)
+                logger.warning("pod %s: final delete failed (attempt %d): %s", self._key, attempt + 1, error)
+                await asyncio.sleep(RETRY_SECONDS)
         self._gone = True
