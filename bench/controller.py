@@ -226,6 +226,7 @@ async def run(jobs: int, samples: int, workers: int) -> dict[str, Any]:
         "by_verb": dict(by_verb),
         "controller_cpu_s": controller_cpu,
         "server_and_load_cpu_s": own_cpu,
+        "load_average": os.getloadavg(),
         "rss_mib": memory.get("VmRSS", 0) / 1024,
         "peak_rss_mib": memory.get("VmHWM", 0) / 1024,
     }
@@ -258,6 +259,10 @@ def render(result: dict[str, Any]) -> str:
             f"| controller RSS at the end (peak) | {result['rss_mib']:.0f} MiB "
             f"({result['peak_rss_mib']:.0f} MiB) | "
             "<= 200 MiB |",
+            "",
+            "Load average (1/5/15 min) at the end: "
+            + "/".join(f"{value:.1f}" for value in result["load_average"])
+            + " (anything above 2 means other work shared the two cores).",
             "",
             f"CPU until every pod existed: controller {result['controller_cpu_s']:.1f} s, sandbox API server "
             f"and load generator (one process) {result['server_and_load_cpu_s']:.1f} s.",
