@@ -36,6 +36,7 @@ from kube.errors import ApiError, NotFound
 from kube.resources import NODES, QUEUES_V1BETA1
 from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.apiserver.server import ApiServer
+from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
 from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
 from sandbox.supervisor import ChildFailed, ChildSpec, Supervisor
 from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, webhook_configurations
@@ -53,6 +54,7 @@ __all__ = [
     "ClusterHandle",
     "ClusterOptions",
     "LocalCluster",
+    "serve_cluster",
     "start_cluster",
 ]
 
@@ -102,6 +104,8 @@ class ClusterOptions:
     """The node agent's first crash-loop back-off (the kubelet's 10 s unless shortened for tests)."""
     scheduler_period: float = 1.0
     tfjob_crd: str | None = None
+    watch_window: int = DEFAULT_WATCH_WINDOW
+    """Watch events the API server keeps for resuming watches before answering 410 Gone."""
     startup_timeout: float = 60.0
     log_level: str = "INFO"
 
@@ -183,7 +187,7 @@ class LocalCluster:
             raise
 
     async def _start(self) -> None:
-        self._server = ApiServer()
+        self._server = ApiServer(watch_window=self.options.watch_window)
         await self.server.start(port=self.options.port)
         for path in VOLCANO_CRD_FILES:
             await self.server.install_file(path)
@@ -353,6 +357,40 @@ async def _http_ok(port: int) -> bool:
             return response.status == 200
     except (aiohttp.ClientError, OSError, TimeoutError):
         return False
+
+
+# -- a cluster in the foreground -----------------------------------------------------------------
+
+
+async def serve_cluster(options: ClusterOptions, emit: Callable[[str], None] = print) -> int:
+    """Run the cluster until SIGINT or SIGTERM (0) or until a component dies (1)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop.set)
+    async with LocalCluster(options) as cluster:
+        emit(f"sandbox API server at {cluster.url}; kubeconfig written to {cluster.kubeconfig}")
+        if options.nodes:
+            emit(f"node agent running nodes {options.nodes}; gang scheduler running")
+        else:
+            emit("gang scheduler running; no nodes (--nodes)")
+        if options.operator:
+            emit(
+                f"tfgang webhook at https://127.0.0.1:{cluster.webhook_port} and controller running "
+                f"(ops ports {cluster.ops_ports['webhook']}, {cluster.ops_ports['controller']})"
+            )
+        emit(f"component logs in {cluster.log_dir}; Ctrl-C stops everything")
+        stopped = asyncio.create_task(stop.wait())
+        failed = asyncio.create_task(cluster.supervisor.failed.wait())
+        await asyncio.wait({stopped, failed}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (stopped, failed):
+            task.cancel()
+        if cluster.supervisor.failed.is_set():
+            emit(f"stopping the sandbox: {cluster.supervisor.failure}")
+            return 1
+        emit("stopping the sandbox")
+    return 0
 
 
 # -- a cluster on a background thread ------------------------------------------------------------

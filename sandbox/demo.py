@@ -69,6 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=240.0, help="seconds each experiment may take (default 240)"
     )
+    parser.add_argument(
+        "--transcript",
+        action="store_true",
+        help="after each experiment, also print each watch's lines grouped, as the transcript lays them out",
+    )
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -78,6 +83,13 @@ def _display_path(path: Path) -> str:
 
 def _emit(line: str) -> None:
     print(line, flush=True)
+
+
+def _print_grouped(record: ExperimentRecord) -> None:
+    for resource, lines in record.streams.items():
+        _emit(f"$ kubectl get {resource} -owide -w")
+        for line in lines:
+            _emit(line)
 
 
 async def replay(args: argparse.Namespace) -> int:
@@ -105,7 +117,10 @@ async def replay(args: argparse.Namespace) -> int:
                 _emit("")
                 _emit(f"==> experiment {index}/{len(names)}: {name}")
                 source = _display_path(seeds / f"{name}.yaml")
-                records.append(await seed.run(EXPERIMENTS[name], manifests[name], source))
+                record = await seed.run(EXPERIMENTS[name], manifests[name], source)
+                records.append(record)
+                if args.transcript:
+                    _print_grouped(record)
                 await seed.delete_job(manifests[name])
     _emit("")
     for record in records:

@@ -1,0 +1,68 @@
+"""`tfgang-sandbox demo` as a newcomer runs it: kubectl's own streams, a verdict, an exit code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def run_demo(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sandbox", "demo", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
+
+
+def test_the_normal_experiment_shows_kubectls_streams_and_succeeds(tmp_path: Path) -> None:
+    done = run_demo("normal", "--speed", "10", "--workdir", str(tmp_path), "--transcript")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    phases = [line for line in lines if line.startswith("==> ")]
+    assert any("starting the local cluster" in line for line in phases)
+    assert any(line.startswith("==> kubectl apply -f examples/seed/normal.yaml") for line in phases)
+    assert phases[-1].startswith(
+        "==> normal: TFJob Succeeded, PodGroup deleted, pods Completed: as in the transcript"
+    )
+    for label, header in (
+        ("tfjob   ", "NAME     STATE"),
+        ("podgroup", "NAME     STATUS   MINMEMBER   RUNNINGS   AGE   QUEUE"),
+        ("pod     ", "NAME              READY   STATUS"),
+    ):
+        assert any(line.startswith(f"{label} | {header}") for line in lines), label
+    assert any(
+        line.split("|")[1].split()[:2] == ["tftest", "Succeeded"]
+        for line in lines
+        if line.startswith("tfjob")
+    )
+    assert any(line.startswith("describe |") and '"task":{"type":"ps","index":0}' in line for line in lines)
+    assert "$ kubectl get po -owide -w" in lines
+    assert (tmp_path / "logs" / "controller.log").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["sideways"], "invalid choice: 'sideways'"),
+        (["normal", "--speed", "0"], "must be between 1 and 20"),
+        (["normal", "--speed", "fast"], "not a number"),
+    ],
+)
+def test_bad_arguments_are_refused_with_a_clear_message(args: list[str], message: str) -> None:
+    done = run_demo(*args, timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_a_missing_kubectl_is_reported_before_anything_starts(tmp_path: Path) -> None:
+    done = run_demo("normal", "--kubectl", str(tmp_path / "no-kubectl"), timeout=60)
+    assert done.returncode == 1
+    assert "is not an executable file" in done.stderr
+    assert "starting the local cluster" not in done.stdout
