@@ -173,7 +173,7 @@ def _apply_environment(
             converted = [item.strip() for item in value.split(",") if item.strip()]
         elif action.type in (int, float):
             try:
-                converted = action.type(value)  # type: ignore[misc]
+                converted = action.type(value)
             except ValueError:
                 parser.error(f"{variable}={value!r} is not a number")
         else:

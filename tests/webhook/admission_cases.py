@@ -42,7 +42,7 @@ class AdmissionCase:
 
 def decoded_envelope(envelope: dict[str, Any]) -> dict[str, Any]:
     """``envelope`` with its base64 patch replaced by the decoded operations."""
-    decoded = json.loads(json.dumps(envelope))
+    decoded: dict[str, Any] = json.loads(json.dumps(envelope))
     response = decoded.get("response") or {}
     if "patch" in response:
         response["patch"] = decode_patch(response["patch"])

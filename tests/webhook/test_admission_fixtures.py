@@ -13,8 +13,8 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from admission_cases import AdmissionCase, decoded_envelope, load_cases
 
+from tests.webhook.admission_cases import AdmissionCase, decoded_envelope, load_cases
 from tfjob.tfconfig import tf_config
 from webhook.admission import admit_pod, admit_tfjob
 from webhook.cache import StaticJobs, admission_view
@@ -58,6 +58,7 @@ async def test_patch_applies_and_reinvocation_is_a_no_op(case: AdmissionCase) ->
 
 @pytest.mark.parametrize("case", MUTATIONS, ids=[case.name for case in MUTATIONS])
 def test_cached_view_gives_the_same_tf_config_as_the_full_job(case: AdmissionCase) -> None:
+    job: Any
     for job in case.tfjobs:
         view: Any = admission_view(job)
         for rtype, spec in job["spec"]["tfReplicaSpecs"].items():

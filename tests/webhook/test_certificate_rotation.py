@@ -7,14 +7,14 @@ import ssl
 from pathlib import Path
 
 import aiohttp
-from admission_cases import load_cases
 from cryptography import x509
-from webhook_harness import client_context, loopback_certificate, make_cert_dir, running_webhook
 
 from certs.authority import new_ca
 from certs.files import write_cert_dir
 from certs.pem import load_certificate
 from certs.serving import ServingCertificate
+from tests.webhook.admission_cases import load_cases
+from tests.webhook.webhook_harness import client_context, loopback_certificate, make_cert_dir, running_webhook
 from webhook.tls import CertificateReloader
 
 CASE = load_cases("mutate-seed-ps-0")[0]

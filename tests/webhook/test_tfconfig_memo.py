@@ -6,12 +6,12 @@ import copy
 from typing import Any
 
 import pytest
-from admission_cases import load_cases
 
+from tests.webhook.admission_cases import load_cases
 from tfjob.tfconfig import tf_config
 from webhook.tfconfig_memo import TFConfigMemo
 
-JOBS = {job["metadata"]["name"]: job for case in load_cases() for job in case.tfjobs}
+JOBS: dict[str, Any] = {job["metadata"]["name"]: job for case in load_cases() for job in case.tfjobs}
 
 
 def _dynamic(job: dict[str, Any]) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def test_memo_equals_tf_config_for_every_replica(job: Any, domain: str) -> None:
 
 def test_a_new_resource_version_is_computed_again_and_capacity_bounds_the_memo() -> None:
     memo = TFConfigMemo(capacity=2)
-    job = copy.deepcopy(JOBS["tftest"])
+    job: Any = copy.deepcopy(JOBS["tftest"])
     before = memo.tf_config(job, "Worker", 0)
     job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 4
     job["metadata"]["resourceVersion"] = "2002"

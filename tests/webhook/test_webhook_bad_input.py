@@ -8,10 +8,10 @@ from typing import Any
 
 import aiohttp
 import pytest
-from admission_cases import load_cases
-from webhook_harness import client_context, make_cert_dir, running_webhook
 
 from certs.authority import CertificateAuthority
+from tests.webhook.admission_cases import load_cases
+from tests.webhook.webhook_harness import client_context, make_cert_dir, running_webhook
 
 
 @pytest.fixture

@@ -18,10 +18,11 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from admission_cases import load_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from webhook_harness import ThreadedWebhook, client_context, make_cert_dir
+
+from tests.webhook.admission_cases import load_cases
+from tests.webhook.webhook_harness import ThreadedWebhook, client_context, make_cert_dir
 
 CASES = load_cases()
 SEED_JOBS = {json.dumps(job, sort_keys=True): job for case in CASES for job in case.tfjobs}

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from admission_cases import load_cases
-from webhook_harness import client_context, make_cert_dir, running_webhook
 
 from kube.logs import configure_json_logging
+from tests.webhook.admission_cases import load_cases
+from tests.webhook.webhook_harness import client_context, make_cert_dir, running_webhook
 
 
 @pytest.fixture

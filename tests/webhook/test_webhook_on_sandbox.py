@@ -20,7 +20,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from admission_cases import load_cases
 from cryptography import x509
 from cryptography.x509 import verification
 
@@ -40,6 +39,7 @@ from kube.resources import (
     SECRETS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
 )
+from tests.webhook.admission_cases import load_cases
 from webhook.__main__ import serve
 from webhook.cache import TFJOBS, TFJobCache
 from webhook.config import parse_config

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from admission_cases import AdmissionCase, decoded_envelope, load_cases
-from webhook_harness import client_context, make_cert_dir, running_webhook
+
+from tests.webhook.admission_cases import AdmissionCase, decoded_envelope, load_cases
+from tests.webhook.webhook_harness import client_context, make_cert_dir, running_webhook
 
 CASES = load_cases()
 
