@@ -8,6 +8,7 @@ events share them without copying.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import logging
 from collections import deque
@@ -46,11 +47,22 @@ class StoredEvent:
         return self._encoded
 
 
+class Tick(enum.Enum):
+    """Timer marks a watch puts in its own queue, so that waiting for events needs no timeout."""
+
+    BOOKMARK = "bookmark"
+    DEADLINE = "deadline"
+
+
+# An event, the error that ends the watch, a timer mark, or None when the server closes watches.
+QueueItem = StoredEvent | ApiError | Tick | None
+
+
 @dataclass(eq=False)
 class Watcher:
     key: StorageKey
     namespace: str | None
-    queue: asyncio.Queue[StoredEvent | ApiError | None] = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[QueueItem] = field(default_factory=asyncio.Queue)
 
     def wants(self, event: StoredEvent) -> bool:
         return self.namespace is None or event.namespace == self.namespace

@@ -4,10 +4,8 @@ bookmarks, ``timeoutSeconds``, and the 410 ERROR event when the version is too o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +14,7 @@ from sandbox.apiserver import objects, tables
 from sandbox.apiserver.registry import ResourceInfo
 from sandbox.apiserver.state import ApiState
 from sandbox.apiserver.status import ApiError
-from sandbox.apiserver.storage import StoredEvent
+from sandbox.apiserver.storage import QueueItem, StoredEvent, Tick
 
 logger = logging.getLogger(__name__)
 
@@ -139,40 +137,43 @@ class WatchStream:
         finally:
             storage.unwatch(watcher)
 
-    async def _follow(self, queue: asyncio.Queue[StoredEvent | ApiError | None]) -> None:
-        deadline = time.monotonic() + self.request.timeout
-        interval = self.state.bookmark_interval
-        next_bookmark = time.monotonic() + interval
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                if self.request.bookmarks:
-                    await self.write(self._bookmark())
-                return
-            wait = min(deadline, next_bookmark if self.request.bookmarks else deadline) - now
-            event: StoredEvent | ApiError | None
-            try:
-                event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.001))
-            except TimeoutError:
-                if self.request.bookmarks and time.monotonic() >= next_bookmark:
-                    await self.write(self._bookmark())
-                    next_bookmark = time.monotonic() + interval
-                continue
-            if not await self._deliver(event):
-                return
-            with contextlib.suppress(asyncio.QueueEmpty):
-                while True:
-                    if not await self._deliver(queue.get_nowait()):
-                        return
+    async def _follow(self, queue: asyncio.Queue[QueueItem]) -> None:
+        loop = asyncio.get_running_loop()
+        timers = [loop.call_later(self.request.timeout, queue.put_nowait, Tick.DEADLINE)]
+        if self.request.bookmarks:
 
-    async def _deliver(self, item: StoredEvent | ApiError | None) -> bool:
-        """Write one queued item; False when the watch ends with it."""
+            def bookmark() -> None:
+                queue.put_nowait(Tick.BOOKMARK)
+                timers.append(loop.call_later(self.state.bookmark_interval, bookmark))
+
+            timers.append(loop.call_later(self.state.bookmark_interval, bookmark))
+        try:
+            while True:
+                batch: list[bytes] = []
+                keep_going = self._render_item(await queue.get(), batch)
+                while keep_going and not queue.empty():
+                    keep_going = self._render_item(queue.get_nowait(), batch)
+                if batch:
+                    # One write per wake-up: a burst of events costs one transport write per watcher.
+                    await self.write(b"".join(batch))
+                if not keep_going:
+                    return
+        finally:
+            for timer in timers:
+                timer.cancel()
+
+    def _render_item(self, item: QueueItem, batch: list[bytes]) -> bool:
+        """Add one queued item's line to ``batch``; False when the watch ends with it."""
         if item is None:
             return False
         if isinstance(item, ApiError):
-            await self.write(_line("ERROR", item.body()))
+            batch.append(_line("ERROR", item.body()))
             return False
+        if isinstance(item, Tick):
+            if self.request.bookmarks:
+                batch.append(self._bookmark())
+            return item is Tick.BOOKMARK
         line = self._event_line(item)
         if line is not None:
-            await self.write(line)
+            batch.append(line)
         return True
