@@ -279,6 +279,14 @@ def test_notes_explain_the_scope_and_the_certificate_mode() -> None:
     assert "namespace team-a only" in scoped
 
 
+def test_notes_warn_about_a_single_webhook_replica_that_fails_closed() -> None:
+    assert "WARNING" not in render_manifests()["tfgang/templates/NOTES.txt"]
+    single = render_manifests({"webhook": {"replicas": 1}})["tfgang/templates/NOTES.txt"]
+    assert "WARNING: one webhook replica with failurePolicy Fail" in single
+    ignoring = render_manifests({"webhook": {"replicas": 1, "failurePolicy": "Ignore"}})
+    assert "WARNING" not in ignoring["tfgang/templates/NOTES.txt"]
+
+
 def test_long_release_names_keep_every_name_a_valid_dns_label() -> None:
     objects = render_chart(release_name="a-very-long-release-name-for-the-tfgang-operator-xy")
     for obj in objects:
