@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from kube.api import KubeApi
 from kube.apimetrics import PrometheusRequestMetrics
-from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, UnsupportedMediaType
+from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, Unauthorized, UnsupportedMediaType
 from kube.patches import PatchType, json_patch_test_resource_version
 from kube.resources import CONFIGMAPS, PODGROUPS_V1BETA1, PODS
 from tests.kube.conftest import connect
@@ -160,3 +160,10 @@ async def test_watch_streams_events_from_a_resource_version_until_the_server_tim
         seen.append((event.type, event.object.get("metadata", {}).get("name")))
     # history replay from the list's resourceVersion, then the server ends the stream at its timeout
     assert [s for s in seen if s[0] != "BOOKMARK"] == [("ADDED", "w"), ("MODIFIED", "w"), ("DELETED", "w")]
+
+
+async def test_a_rejected_token_maps_to_unauthorized(sandbox_apiserver: Any) -> None:
+    async with connect(sandbox_apiserver, qps=0) as api:
+        api.client.configuration.api_key["BearerToken"] = "Bearer not-a-valid-token"
+        with pytest.raises(Unauthorized):
+            await api.list(CONFIGMAPS, "default")
