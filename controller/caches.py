@@ -44,6 +44,17 @@ def _priority_value(obj: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _slim_pod(pod: dict[str, Any]) -> None:
+    """Drop the cached pod's ``spec``, in place, as client-go's informer transforms do.
+
+    The planner reads a pod's metadata and status only (its desired pods come from the job's
+    templates), and the spec is most of a pod's size: containers, env with TF_CONFIG, volumes,
+    tolerations. Thousands of pods cost tens of MiB less this way. Handlers receive the very
+    object the store holds, so trimming it here trims the cache.
+    """
+    pod.pop("spec", None)
+
+
 class JobCaches:
     def __init__(
         self,
@@ -100,6 +111,8 @@ class JobCaches:
 
     def _child_handler(self, res: Resource) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
         def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            if res is PODS:
+                _slim_pod(obj)
             own_write = self.writes.observe(res.plural, event_type, obj)
             key = job_key_of_child(obj)
             if key is not None and not own_write:
