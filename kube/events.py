@@ -219,9 +219,15 @@ class EventRecorder:
         self._wakeup.set()
 
     async def flush(self) -> None:
-        if self._writer is None:
+        writer = self._writer
+        if writer is None or writer.done():
             return
-        await self._idle.wait()
+        idle = asyncio.ensure_future(self._idle.wait())
+        try:
+            # The writer only ends when cancelled; do not wait for an idle signal that cannot come.
+            await asyncio.wait({idle, writer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            idle.cancel()
 
     async def close(self, drain_seconds: float = 5.0) -> None:
         self._closed = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kube.api import KubeApi
@@ -50,3 +51,24 @@ async def test_bad_input_is_logged_not_raised(kube_api: KubeApi) -> None:
     await recorder.flush()
     await recorder.close()
     recorder.record({"kind": "Pod", "metadata": {"name": "p"}}, "Normal", "R", "after close")
+
+
+async def test_rate_limited_writes_fold_a_burst_of_repeats(
+    sandbox_apiserver: Any, kube_api: KubeApi, namespace: str
+) -> None:
+    involved = await kube_api.create(
+        CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "busy"}}, namespace
+    )
+    recorder = EventRecorder(kube_api, "kube-tests", qps=5, burst=1)
+    try:
+        for _ in range(10):
+            recorder.record(involved, "Normal", "Tick", "tick")
+            await asyncio.sleep(0)  # let the writer take its one burst token for the first occurrence
+        await recorder.flush()
+    finally:
+        await recorder.close()
+    (event,) = await events_for(kube_api, namespace, "busy")
+    assert event["count"] == 10
+    writes = [r for r in sandbox_apiserver.request_log()
+              if r.resource == "events" and r.namespace == namespace and r.verb in ("create", "patch")]
+    assert 1 <= len(writes) <= 2  # ten occurrences, at most a create and one folded patch
