@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from controller.manager import Controller, LeadershipLost
+from controller.resources import TFJOBS
 from kube.api import KubeApi
 from kube.client import make_api_client
-from kube.resources import CONFIGMAPS, LEASES, PODS
+from kube.resources import CONFIGMAPS, LEASES, NAMESPACES, PODS
 
 from .operator import (
     CONTROLLER_USER,
@@ -227,3 +228,20 @@ async def test_a_stranger_pod_with_a_replica_name_is_never_adopted(
         pod = await cluster.api.get(PODS, "squat-worker-0", ns)
         assert not pod["metadata"].get("ownerReferences"), "the stranger's pod is left alone"
         assert "squat-worker-1" in await cluster.pods("squat"), "the other replica is made anyway"
+
+
+async def test_namespace_flag_keeps_the_controller_to_its_namespace(
+    cluster: Cluster, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    other = f"{ns}-other"
+    await cluster.api.create(
+        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}
+    )
+    async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
+        await cluster.api.create(TFJOBS, simple_job("elsewhere", other), other)
+        await cluster.create_job(simple_job("here", ns))
+        await eventually(lambda: cluster.podgroup("here"), what="the PodGroup of the watched namespace")
+        await asyncio.sleep(0.3)
+        elsewhere = await cluster.api.get(TFJOBS, "elsewhere", other)
+        assert "status" not in elsewhere or not elsewhere["status"], "a job outside --namespace is untouched"
