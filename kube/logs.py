@@ -84,9 +84,9 @@ def configure_json_logging(level: int | str = "INFO", *, stream: IO[str] | None 
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(
         JsonFormatter(
-            "%(asctime)s %(levelname)s %(name)s %(message)s",
-            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-            datefmt="%Y-%m-%dT%H:%M:%S%z",
+            "%(levelname)s %(name)s %(message)s",
+            rename_fields={"levelname": "level", "name": "logger"},
+            timestamp="time",  # ISO 8601 in UTC with microseconds
         )
     )
     handler.addFilter(ContextFieldsFilter())
