@@ -28,6 +28,7 @@ from tfjob.wire import TFJob
 logger = logging.getLogger(__name__)
 
 TFJOBS = Resource(GROUP, VERSION, PLURAL, KIND)
+LIST_PAGE_SIZE = 250
 
 
 class JobLookupFailed(Exception):
@@ -178,7 +179,11 @@ class TFJobCache:
     ) -> None:
         self._api = api
         self._store = AdmissionViewStore()
-        self._reflector = Reflector(list_api or api, TFJOBS, self._store, namespace=namespace)
+        # Small pages: each page is decoded whole before it is trimmed, so the page size bounds
+        # the transient memory of a (re)list.
+        self._reflector = Reflector(
+            list_api or api, TFJOBS, self._store, namespace=namespace, page_size=LIST_PAGE_SIZE
+        )
         self.misses = 0
 
     @property
