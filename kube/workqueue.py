@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -143,6 +144,8 @@ class WorkQueue:
             self._wakeup.set()
 
     def add_after(self, key: str, delay: float) -> None:
+        if not math.isfinite(delay):
+            raise ValueError(f"delay for {key!r} must be a finite number of seconds, got {delay!r}")
         if self._shutting_down:
             return
         if delay <= 0:

@@ -194,3 +194,11 @@ async def test_prometheus_metrics_use_client_go_names() -> None:
     assert registry.get_sample_value("workqueue_adds_total", {"name": "tfjob"}) == 1.0
     assert registry.get_sample_value("workqueue_depth", {"name": "tfjob"}) == 0.0
     assert registry.get_sample_value("workqueue_work_duration_seconds_count", {"name": "tfjob"}) == 1.0
+
+
+def test_a_timer_needs_a_finite_delay() -> None:
+    queue = WorkQueue("t")
+    with pytest.raises(ValueError, match="finite"):
+        queue.add_after("a", float("inf"))
+    with pytest.raises(ValueError, match="finite"):
+        queue.add_after("a", float("nan"))
