@@ -167,3 +167,16 @@ async def test_a_rejected_token_maps_to_unauthorized(sandbox_apiserver: Any) -> 
         api.client.configuration.api_key["BearerToken"] = "Bearer not-a-valid-token"
         with pytest.raises(Unauthorized):
             await api.list(CONFIGMAPS, "default")
+
+
+async def test_server_side_apply_creates_the_object_with_a_field_manager(
+    sandbox_apiserver: Any, namespace: str
+) -> None:
+    async with connect(sandbox_apiserver, qps=0, field_manager="kube-tests") as api:
+        intent = configmap("applied", {"a": "1"})
+        intent["metadata"]["namespace"] = namespace
+        applied = await api.patch(CONFIGMAPS, "applied", intent, namespace, patch_type=PatchType.APPLY,
+                                  force=True)
+        assert applied["data"] == {"a": "1"}
+        stored = await api.get(CONFIGMAPS, "applied", namespace)
+        assert stored["metadata"]["uid"] == applied["metadata"]["uid"]
