@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Final, NotRequired, TypedDict
 
 CONTAINER_CREATING: Final = "ContainerCreating"
+POD_INITIALIZING: Final = "PodInitializing"
 CRASH_LOOP_BACK_OFF: Final = "CrashLoopBackOff"
 CREATE_CONFIG_ERROR: Final = "CreateContainerConfigError"
 COMPLETED: Final = "Completed"

@@ -56,6 +56,7 @@ class PodStatusWire(TypedDict):
     startTime: str
     podIP: NotRequired[str]
     podIPs: NotRequired[list[PodIPWire]]
+    initContainerStatuses: NotRequired[list[ContainerStatusWire]]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class PodView:
     """Published once the containers have started; ``kubectl get -owide`` shows <none> before."""
     sandbox_ready: bool = False
     deleting: bool = False
+    init_containers: tuple[ContainerRecord, ...] = ()
+    """Run one by one, each to success, before any app container starts."""
 
 
 def should_restart(restart_policy: str, exit_code: int) -> bool:
@@ -79,7 +82,31 @@ def should_restart(restart_policy: str, exit_code: int) -> bool:
     return False
 
 
-def compute_phase(restart_policy: str, containers: Sequence[ContainerRecord], deleting: bool = False) -> str:
+def init_succeeded(record: ContainerRecord) -> bool:
+    return isinstance(record.state, Terminated) and record.state.exit_code == 0
+
+
+def init_failed(record: ContainerRecord) -> bool:
+    """Its last run failed (it may be waiting to run again)."""
+    if isinstance(record.state, Terminated):
+        return record.state.exit_code != 0
+    return (
+        isinstance(record.state, Waiting)
+        and record.last_state is not None
+        and record.last_state.exit_code != 0
+    )
+
+
+def compute_phase(
+    restart_policy: str,
+    containers: Sequence[ContainerRecord],
+    deleting: bool = False,
+    init_containers: Sequence[ContainerRecord] = (),
+) -> str:
+    if not all(init_succeeded(r) for r in init_containers):
+        # Still initializing: Pending, unless an init container failed for good.
+        failed = any(init_failed(r) for r in init_containers)
+        return FAILED if failed and (restart_policy == "Never" or deleting) else PENDING
     waiting = running = stopped = succeeded = 0
     for record in containers:
         state = record.state
@@ -150,7 +177,7 @@ def compose_status(
     spec = pod.get("spec") or {}
     old_status = pod.get("status") or {}
     restart_policy = str(spec.get("restartPolicy") or "Always")
-    phase = phase or compute_phase(restart_policy, view.containers, view.deleting)
+    phase = phase or compute_phase(restart_policy, view.containers, view.deleting, view.init_containers)
     existing = {str(c.get("type")): c for c in old_status.get("conditions") or [] if isinstance(c, Mapping)}
     terminal = phase in TERMINAL_PHASES
     unready = [r.name for r in view.containers if not isinstance(r.state, Running)]
@@ -164,9 +191,21 @@ def compose_status(
     else:
         ready_reason = ready_message = ""
     all_ready = not unready and not terminal
+    incomplete = [r.name for r in view.init_containers if not init_succeeded(r)]
+    if incomplete:
+        initialized = _condition(
+            existing,
+            "Initialized",
+            False,
+            now,
+            "ContainersNotInitialized",
+            f"containers with incomplete status: [{' '.join(incomplete)}]",
+        )
+    else:
+        initialized = _condition(existing, "Initialized", True, now, "PodCompleted" if terminal else "")
     conditions = [
         _condition(existing, "PodReadyToStartContainers", view.sandbox_ready and not terminal, now),
-        _condition(existing, "Initialized", True, now, "PodCompleted" if terminal else ""),
+        initialized,
         _condition(existing, "Ready", all_ready, now, ready_reason, ready_message),
         _condition(existing, "ContainersReady", all_ready, now, ready_reason, ready_message),
     ]
@@ -185,9 +224,19 @@ def compose_status(
         hostIPs=[PodIPWire(ip=view.host_ip)],
         startTime=view.start_time,
     )
+    if view.init_containers:
+        status["initContainerStatuses"] = [init_status_wire(r) for r in view.init_containers]
     if view.pod_ip:
         status["podIP"] = view.pod_ip
         status["podIPs"] = [PodIPWire(ip=view.pod_ip)]
+    return status
+
+
+def init_status_wire(record: ContainerRecord) -> ContainerStatusWire:
+    """An init container reads ready once it has completed successfully."""
+    status = container_status_wire(record)
+    status["ready"] = init_succeeded(record)
+    status["started"] = isinstance(record.state, Running)
     return status
 
 

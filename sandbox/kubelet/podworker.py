@@ -29,6 +29,7 @@ from sandbox.kubelet.containers import (
     CONTAINER_CREATING,
     CRASH_LOOP_BACK_OFF,
     CREATE_CONFIG_ERROR,
+    POD_INITIALIZING,
     ContainerRecord,
     Running,
     Terminated,
@@ -39,7 +40,14 @@ from sandbox.kubelet.envsources import fetch_env_sources
 from sandbox.kubelet.envvars import EnvError, PodFacts, SourceKey, plan_launch
 from sandbox.kubelet.logstore import LogStore
 from sandbox.kubelet.nodeobject import HOST_IP
-from sandbox.kubelet.podstatus import TERMINAL_PHASES, PodView, compose_status, compute_phase, should_restart
+from sandbox.kubelet.podstatus import (
+    TERMINAL_PHASES,
+    PodView,
+    compose_status,
+    compute_phase,
+    init_succeeded,
+    should_restart,
+)
 from sandbox.kubelet.process import ContainerProcess, StartFailed
 from sandbox.kubelet.slots import (
     ContainerSlot,
@@ -102,6 +110,7 @@ class PodWorker:
         self.namespace = str(meta.get("namespace", ""))
         self.name = str(meta.get("name", ""))
         self.uid = str(meta.get("uid", ""))
+        self._init_slots: dict[str, ContainerSlot] = {}
         self._slots: dict[str, ContainerSlot] = {}
         self._start_time = now_text()
         self._published_ip = ""
@@ -150,6 +159,15 @@ class PodWorker:
     def _records(self) -> tuple[ContainerRecord, ...]:
         return tuple(slot.record for slot in self._slots.values())
 
+    def _init_records(self) -> tuple[ContainerRecord, ...]:
+        return tuple(slot.record for slot in self._init_slots.values())
+
+    def _all_slots(self) -> list[ContainerSlot]:
+        return [*self._init_slots.values(), *self._slots.values()]
+
+    def _phase(self, deleting: bool = False) -> str:
+        return compute_phase(self._restart_policy, self._records(), deleting, self._init_records())
+
     async def _publish(self) -> None:
         view = PodView(
             self._records(),
@@ -158,6 +176,7 @@ class PodWorker:
             self._published_ip,
             sandbox_ready=True,
             deleting=self._deleting,
+            init_containers=self._init_records(),
         )
         status = compose_status(self.pod, view, now_text(), self._final_phase)
         for attempt in range(API_ATTEMPTS):
@@ -179,9 +198,9 @@ class PodWorker:
                 await asyncio.sleep(RETRY_SECONDS)
 
     async def _sources(self) -> dict[SourceKey, Mapping[str, str]]:
-        return await fetch_env_sources(
-            self._api, self.namespace, (self.pod.get("spec") or {}).get("containers") or []
-        )
+        spec = self.pod.get("spec") or {}
+        containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+        return await fetch_env_sources(self._api, self.namespace, containers)
 
     # -- the life ---------------------------------------------------------------------------
 
@@ -189,7 +208,7 @@ class PodWorker:
         try:
             await self._live()
         finally:
-            for slot in self._slots.values():
+            for slot in self._all_slots():
                 slot.cancel_timers()
                 if slot.process is not None:
                     await slot.process.stop(0)
@@ -204,24 +223,37 @@ class PodWorker:
             return
         spec = self.pod.get("spec") or {}
         earlier = earlier_restarts(self.pod)
+        initializing = bool(spec.get("initContainers"))
+        for container in spec.get("initContainers") or []:
+            name = str(container.get("name", ""))
+            record = ContainerRecord(name, str(container.get("image", "")), Waiting(POD_INITIALIZING))
+            self._init_slots[name] = ContainerSlot(container, record)
         for container in spec.get("containers") or []:
             name = str(container.get("name", ""))
             # A pod this agent finds already started (the agent was restarted) restarts its containers.
             restarts = earlier[name] + 1 if name in earlier else 0
-            record = ContainerRecord(
-                name, str(container.get("image", "")), Waiting(CONTAINER_CREATING), None, restarts
-            )
+            waiting = Waiting(POD_INITIALIZING if initializing else CONTAINER_CREATING)
+            record = ContainerRecord(name, str(container.get("image", "")), waiting, None, restarts)
             self._slots[name] = ContainerSlot(container, record)
-        self._logs.register_pod(self.namespace, self.name, self.uid, list(self._slots))
+        self._logs.register_pod(self.namespace, self.name, self.uid, [*self._init_slots, *self._slots])
         await self._publish()
         await asyncio.sleep(self._settings.start_delay)
         if not self._deleting and not self._gone:
-            sources = await self._sources()
-            for slot in self._slots.values():
-                await self._start(slot, sources, restart=False)
-            self._published_ip = self._pod_ip
-            await self._publish()
+            await self._advance()
         await self._event_loop()
+
+    async def _advance(self) -> None:
+        """Start what comes next: the first init container not yet done, else the app containers."""
+        sources = await self._sources()
+        self._published_ip = self._pod_ip
+        for slot in self._init_slots.values():
+            if not init_succeeded(slot.record):
+                await self._start(slot, sources, restart=False)
+                await self._publish()
+                return
+        for slot in self._slots.values():
+            await self._start(slot, sources, restart=False)
+        await self._publish()
 
     async def _event_loop(self) -> None:
         while not self._gone:
@@ -233,7 +265,7 @@ class PodWorker:
                 return
             if isinstance(message, PodChanged):
                 continue
-            slot = self._slots.get(message.container)
+            slot = self._slots.get(message.container) or self._init_slots.get(message.container)
             if slot is None or message.generation != slot.generation or self._final_phase is not None:
                 continue
             if isinstance(message, Exited):
@@ -333,7 +365,13 @@ class PodWorker:
         if not isinstance(state, Terminated):
             return
         logger.info("pod %s container %s exited with %d", self._key, record.name, state.exit_code)
-        if should_restart(self._restart_policy, state.exit_code):
+        policy = self._restart_policy
+        if record.name in self._init_slots:
+            if state.exit_code == 0:
+                await self._advance()
+                return
+            policy = "OnFailure" if policy == "Always" else policy  # init containers never rerun on success
+        if should_restart(policy, state.exit_code):
             delay = bo.restart_delay(slot.backoff, slot.finished_mono, self._settings.backoff)
             await self._publish()
             if delay <= 0:
@@ -351,8 +389,8 @@ class PodWorker:
                 loop.call_later(delay, self._inbox.put_nowait, RestartDue(record.name, generation))
             )
             return
-        phase = compute_phase(self._restart_policy, self._records())
-        if phase in TERMINAL_PHASES and not any(s.restart_pending for s in self._slots.values()):
+        phase = self._phase()
+        if phase in TERMINAL_PHASES and not any(s.restart_pending for s in self._all_slots()):
             self._final_phase = phase
             logger.info("pod %s finished: %s", self._key, phase)
         await self._publish()
@@ -397,10 +435,10 @@ class PodWorker:
         """Graceful deletion: stop every container within the grace period, report, then delete."""
         grace = self._grace_seconds()
         logger.info("pod %s is being deleted; stopping containers (grace %.0fs)", self._key, grace)
-        running = [slot for slot in self._slots.values() if slot.process is not None]
+        running = [slot for slot in self._all_slots() if slot.process is not None]
         for slot in running:
             self._event("Normal", "Killing", f"Stopping container {slot.record.name}")
-        for slot in self._slots.values():
+        for slot in self._all_slots():
             slot.cancel_timers()
             slot.restart_pending = False
             slot.generation += 1
@@ -416,7 +454,7 @@ class PodWorker:
                 slot.record = replace(
                     slot.record, state=Terminated(exit_code, state.started_at, now_text(), signum)
                 )
-        for slot in self._slots.values():
+        for slot in self._all_slots():
             record = slot.record
             if isinstance(record.state, Waiting) and record.last_state is not None:
                 slot.record = ContainerRecord(
@@ -437,7 +475,7 @@ class PodWorker:
                 )
                 slot.record = replace(record, state=never_ran)
         if self._final_phase is None:
-            self._final_phase = compute_phase(self._restart_policy, self._records(), deleting=True)
+            self._final_phase = self._phase(deleting=True)
         await self._publish()
         await self._final_delete()
 

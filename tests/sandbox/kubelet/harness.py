@@ -40,9 +40,21 @@ def kubectl_binary() -> str:
 
 
 def status_column(pod: dict[str, Any]) -> str:
-    """The STATUS column of ``kubectl get pods`` for one container per pod (kubectl's printer rules)."""
+    """The STATUS column of ``kubectl get pods`` (kubectl's printer rules, one container per pod)."""
     status = pod.get("status") or {}
     reason = str(status.get("reason") or status.get("phase") or "")
+    inits = status.get("initContainerStatuses") or []
+    for index, container in enumerate(inits):
+        state = container.get("state") or {}
+        terminated = state.get("terminated") or {}
+        waiting = state.get("waiting") or {}
+        if terminated and terminated.get("exitCode") == 0:
+            continue
+        if terminated:
+            return f"Init:{terminated.get('reason') or 'Error'}"
+        if waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            return f"Init:{waiting['reason']}"
+        return f"Init:{index}/{len(inits)}"
     for container in status.get("containerStatuses") or []:
         state = container.get("state") or {}
         if state.get("waiting", {}).get("reason"):
@@ -105,10 +117,12 @@ class Cluster:
             self.handle.kubeconfig,
             *args,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+            stderr=asyncio.subprocess.PIPE,
         )
-        output, _ = await process.communicate()
-        return process.returncode or 0, output.decode()
+        output, errors = await process.communicate()
+        code = process.returncode or 0
+        # kubectl's notices (e.g. "Defaulted container") go to stderr; keep them out unless it failed.
+        return code, output.decode() + (errors.decode() if code else "")
 
     @contextlib.asynccontextmanager
     async def watching(self, res: Resource, namespace: str = "default") -> AsyncIterator[History]:

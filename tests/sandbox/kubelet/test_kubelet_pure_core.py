@@ -357,3 +357,30 @@ def test_plan_launch_builds_the_process(tmp_path: Path) -> None:
     assert (
         plan_launch(make_pod(), container, PodFacts("", ""), {}, tmp_path, "/usr/bin").cwd == tmp_path / ".."
     )
+
+
+def test_phase_and_status_while_initializing() -> None:
+    pod = make_pod("OnFailure")
+    waiting = (record(Waiting("PodInitializing")),)
+    running_init = (ContainerRecord("init", "busybox", Running(T1)),)
+    assert compute_phase("OnFailure", waiting, init_containers=running_init) == "Pending"
+    failed_init = (ContainerRecord("init", "busybox", Terminated(1, T0, T1)),)
+    assert compute_phase("OnFailure", waiting, init_containers=failed_init) == "Pending"
+    assert compute_phase("Never", waiting, init_containers=failed_init) == "Failed"
+    done_init = (ContainerRecord("init", "busybox", Terminated(0, T0, T1)),)
+    assert compute_phase("OnFailure", (record(Running(T2)),), init_containers=done_init) == "Running"
+
+    view = PodView(waiting, "127.0.0.1", T0, sandbox_ready=True, init_containers=running_init)
+    status = compose_status(pod, view, T1)
+    initialized = {c["type"]: c for c in status["conditions"]}["Initialized"]
+    assert (initialized["status"], initialized["message"]) == (
+        "False",
+        "containers with incomplete status: [init]",
+    )
+    (init_status,) = status["initContainerStatuses"]
+    assert (init_status["name"], init_status["ready"], init_status["started"]) == ("init", False, True)
+    done = compose_status(
+        pod, PodView((record(Running(T2)),), "127.0.0.1", T0, init_containers=done_init), T2
+    )
+    assert done["initContainerStatuses"][0]["ready"] is True
+    assert {c["type"]: c["status"] for c in done["conditions"]}["Initialized"] == "True"

@@ -204,3 +204,35 @@ async def test_a_restarted_agent_adopts_its_pods_and_counts_a_restart() -> None:
         assert cluster.agent is not None
         await cluster.restart_agent()
         await eventually(lambda: running_with(1), what="the run under the new agent")
+
+
+async def test_init_containers_run_first_one_by_one() -> None:
+    marker = "init-was-here"
+    async with sandbox_cluster() as cluster, cluster.watching(PODS) as pods:
+        body = pod_manifest("staged", "cat $HOME/ready; sleep 100", restart_policy="OnFailure")
+        body["spec"]["initContainers"] = [
+            {"name": "first", "image": "busybox", "command": ["sh", "-c", "sleep 0.2; echo step1"]},
+            {"name": "second", "image": "busybox", "command": ["sh", "-c", f"echo {marker} > $HOME/ready"]},
+        ]
+        await cluster.api.create(PODS, body)
+        failing = pod_manifest("blocked", "echo never", restart_policy="Never")
+        failing["spec"]["initContainers"] = [
+            {"name": "setup", "image": "busybox", "command": ["sh", "-c", "exit 2"]}
+        ]
+        await cluster.api.create(PODS, failing)
+
+        async def settled() -> bool:
+            staged = await get_pod(cluster.api, "staged")
+            blocked = await get_pod(cluster.api, "blocked")
+            return status_column(staged) == "Running" and blocked["status"].get("phase") == "Failed"
+
+        await eventually(settled, what="the init containers to finish")
+        assert pods.distinct("staged", status_column)[:4] == ["Pending", "Init:0/2", "Init:1/2", "Running"]
+        await eventually(_logged(cluster, "staged", f"{marker}\n"), what="the app to read the init output")
+        code, output = await cluster.kubectl("logs", "staged", "-c", "first")
+        assert (code, output) == (0, "step1\n")
+        blocked = await get_pod(cluster.api, "blocked")
+        assert status_column(blocked) == "Init:Error"
+        assert blocked["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "PodInitializing"
+        initialized = {c["type"]: c for c in blocked["status"]["conditions"]}["Initialized"]
+        assert (initialized["status"], initialized["reason"]) == ("False", "ContainersNotInitialized")
