@@ -107,6 +107,31 @@ def pod_review(job: dict[str, Any], rtype: str, index: int, uid: str) -> dict[st
         }
     )
     container["env"] += [{"name": f"FEATURE_FLAG_{i}", "value": "enabled"} for i in range(6)]
+    container["env"] += [
+        {"name": "TF_CPP_MIN_LOG_LEVEL", "value": "1"},
+        {"name": "NCCL_DEBUG", "value": "WARN"},
+        {"name": "CHECKPOINT_DIR", "value": f"/data/checkpoints/{name}"},
+        {"name": "TENSORBOARD_LOG_DIR", "value": f"/data/tensorboard/{name}"},
+    ]
+    container["env"] += [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
+    ]
+    # A log-shipping sidecar, as many training clusters inject: it must be left untouched.
+    sidecar = {
+        "name": "log-shipper",
+        "image": "registry.example/observability/fluent-bit:3.2.1",
+        "args": ["--config=/fluent-bit/etc/fluent-bit.conf", "--quiet"],
+        "env": [{"name": "CLUSTER_NAME", "value": "gpu-cluster-eu-west-1"}],
+        "resources": {
+            "limits": {"cpu": "200m", "memory": "128Mi"},
+            "requests": {"cpu": "50m", "memory": "64Mi"},
+        },
+        "volumeMounts": [{"name": "logs", "mountPath": "/var/log/training"}],
+        "imagePullPolicy": "IfNotPresent",
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+    }
     container["volumeMounts"].append(
         {
             "name": "kube-api-access-7bq4x",
@@ -129,6 +154,11 @@ def pod_review(job: dict[str, Any], rtype: str, index: int, uid: str) -> dict[st
             "namespace": NAMESPACE,
             "creationTimestamp": None,
             "labels": labels,
+            "annotations": {
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": "9090",
+                "kubectl.kubernetes.io/default-container": "tensorflow",
+            },
             "ownerReferences": [
                 {
                     "apiVersion": "kubeflow.org/v1",
@@ -151,14 +181,39 @@ def pod_review(job: dict[str, Any], rtype: str, index: int, uid: str) -> dict[st
                             "f:labels": {f"f:{key}": {} for key in labels},
                             "f:ownerReferences": {},
                         },
-                        "f:spec": {"f:containers": {}, "f:restartPolicy": {}, "f:volumes": {}},
+                        "f:spec": {
+                            "f:containers": {
+                                'k:{"name":"tensorflow"}': {
+                                    ".": {},
+                                    "f:command": {},
+                                    "f:env": {},
+                                    "f:image": {},
+                                    "f:name": {},
+                                    "f:ports": {},
+                                    "f:resources": {},
+                                    "f:volumeMounts": {},
+                                },
+                                'k:{"name":"log-shipper"}': {
+                                    ".": {},
+                                    "f:args": {},
+                                    "f:env": {},
+                                    "f:image": {},
+                                    "f:name": {},
+                                    "f:resources": {},
+                                    "f:volumeMounts": {},
+                                },
+                            },
+                            "f:restartPolicy": {},
+                            "f:volumes": {},
+                        },
                     },
                 }
             ],
         },
         "spec": {
-            "containers": [container],
+            "containers": [container, sidecar],
             "volumes": template["spec"]["volumes"]
+            + [{"name": "logs", "emptyDir": {}}]
             + [
                 {
                     "name": "kube-api-access-7bq4x",
@@ -540,7 +595,8 @@ def render(result: Result) -> str:
 The real `tfgang-webhook` process, pinned to one core, its TFJob cache synced from the sandbox API
 server with {result.jobs:,} TFJobs (1 PS + 4 workers each); the client, pinned to the other core,
 sends pod CREATE reviews of {result.review_bytes:,} bytes (controller-made pods of random jobs, each
-one mutated: TF_CONFIG, annotations, schedulerName) over TLS keep-alive connections on loopback.
+one mutated: TF_CONFIG, annotations, schedulerName; a sidecar left alone) over TLS keep-alive
+connections on loopback.
 Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, measured
 {time.strftime("%Y-%m-%d %H:%M")} with a load average of {result.load_average[0]:.1f} before and
 {result.load_average[1]:.1f} after the run (other work shared the machine: wall-clock figures
