@@ -90,13 +90,13 @@ class LeaderElector:
         on_started_leading: Callable[[], Awaitable[None]],
         on_stopped_leading: Callable[[], None],
     ) -> None:
-        await self._campaign()
+        acquired_at = await self._campaign()
         task: asyncio.Task[None] | None = None
         try:
             self._is_leader = True
             logger.info("%s became leader of lease %s/%s", self._identity, self._namespace, self._name)
             task = asyncio.ensure_future(on_started_leading())
-            await self._renew_until_lost(task)
+            await self._renew_until_lost(task, acquired_at)
             if task.done():
                 task.result()  # re-raise the leading task's failure
         finally:
@@ -112,20 +112,26 @@ class LeaderElector:
             except Exception:
                 logger.exception("on_stopped_leading failed")
 
-    async def _campaign(self) -> None:
+    async def _campaign(self) -> float:
+        """Try until the Lease is ours; return when the winning attempt started (monotonic)."""
         while True:
+            started = time.monotonic()
             if await self._try_acquire_or_renew():
-                return
+                return started
             # Jitter keeps a crowd of candidates from hitting the Lease in lockstep.
             await asyncio.sleep(self._retry_period * random.uniform(1.0, 1.2))
 
-    async def _renew_until_lost(self, task: asyncio.Task[None]) -> None:
-        last_renew = time.monotonic()
+    async def _renew_until_lost(self, task: asyncio.Task[None], acquired_at: float) -> None:
+        # A renewal counts from the moment its request was sent: the Lease the others see can only
+        # be newer than that, so stepping down renew_deadline after it is always in time.
+        last_renew = acquired_at
         while not task.done():
-            done, _ = await asyncio.wait({task}, timeout=self._retry_period)
+            until_deadline = self._renew_deadline - (time.monotonic() - last_renew)
+            done, _ = await asyncio.wait({task}, timeout=max(0.0, min(self._retry_period, until_deadline)))
             if done:
                 return
-            remaining = self._renew_deadline - (time.monotonic() - last_renew)
+            attempt_started = time.monotonic()
+            remaining = self._renew_deadline - (attempt_started - last_renew)
             renewed = False
             if remaining > 0:
                 try:
@@ -134,7 +140,7 @@ class LeaderElector:
                 except TimeoutError:
                     renewed = False
             if renewed:
-                last_renew = time.monotonic()
+                last_renew = attempt_started
             elif time.monotonic() - last_renew >= self._renew_deadline:
                 logger.error("%s could not renew lease %s/%s within %.1fs; giving up leadership",
                              self._identity, self._namespace, self._name, self._renew_deadline)
