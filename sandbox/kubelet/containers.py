@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, NotRequired, TypedDict
 
 CONTAINER_CREATING: Final = "ContainerCreating"
@@ -99,6 +99,33 @@ def exit_code_of(returncode: int) -> tuple[int, int | None]:
     if returncode < 0:
         return 128 - returncode, -returncode
     return returncode, None
+
+
+def after_exit(record: ContainerRecord, returncode: int, now: str) -> ContainerRecord:
+    """A running container whose process ended with ``returncode``."""
+    if not isinstance(record.state, Running):
+        return record
+    exit_code, signum = exit_code_of(returncode)
+    return replace(record, state=Terminated(exit_code, record.state.started_at, now, signum))
+
+
+def after_pod_stopped(record: ContainerRecord, now: str) -> ContainerRecord:
+    """How a container reads once its pod is stopped for deletion: a container waiting to restart
+    shows its last termination; one that never ran is ``ContainerStatusUnknown`` (exit 137)."""
+    if not isinstance(record.state, Waiting):
+        return record
+    if record.last_state is not None:
+        return ContainerRecord(
+            record.name, record.image, record.last_state, None, record.restart_count, record.last_container_id
+        )
+    never_ran = Terminated(
+        137,
+        "",
+        now,
+        special_reason="ContainerStatusUnknown",
+        message="The container could not be located when the pod was terminated",
+    )
+    return replace(record, state=never_ran)
 
 
 def _state_wire(state: ContainerState | None, container_id: str) -> StateWire:

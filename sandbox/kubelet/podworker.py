@@ -34,7 +34,8 @@ from sandbox.kubelet.containers import (
     Running,
     Terminated,
     Waiting,
-    exit_code_of,
+    after_exit,
+    after_pod_stopped,
 )
 from sandbox.kubelet.envsources import fetch_env_sources
 from sandbox.kubelet.envvars import EnvError, PodFacts, SourceKey, plan_launch
@@ -356,11 +357,7 @@ class PodWorker:
         slot.finished_mono = time.monotonic()
         record = slot.record
         self._logs.instance_ended(self.uid, record.name)
-        if isinstance(record.state, Running):
-            exit_code, signum = exit_code_of(returncode)
-            slot.record = replace(
-                record, state=Terminated(exit_code, record.state.started_at, now_text(), signum)
-            )
+        slot.record = after_exit(record, returncode, now_text())
         state = slot.record.state
         if not isinstance(state, Terminated):
             return
@@ -448,32 +445,9 @@ class PodWorker:
         for slot, returncode in zip(running, codes, strict=True):
             slot.process = None
             self._logs.instance_ended(self.uid, slot.record.name)
-            state = slot.record.state
-            if isinstance(state, Running):
-                exit_code, signum = exit_code_of(returncode)
-                slot.record = replace(
-                    slot.record, state=Terminated(exit_code, state.started_at, now_text(), signum)
-                )
+            slot.record = after_exit(slot.record, returncode, now_text())
         for slot in self._all_slots():
-            record = slot.record
-            if isinstance(record.state, Waiting) and record.last_state is not None:
-                slot.record = ContainerRecord(
-                    record.name,
-                    record.image,
-                    record.last_state,
-                    None,
-                    record.restart_count,
-                    record.last_container_id,
-                )
-            elif isinstance(record.state, Waiting):
-                never_ran = Terminated(
-                    137,
-                    "",
-                    now_text(),
-                    special_reason="ContainerStatusUnknown",
-                    message="The container could not be located when the pod was terminated",
-                )
-                slot.record = replace(record, state=never_ran)
+            slot.record = after_pod_stopped(slot.record, now_text())
         if self._final_phase is None:
             self._final_phase = self._phase(deleting=True)
         await self._publish()

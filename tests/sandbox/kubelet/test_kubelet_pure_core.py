@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from sandbox.kubelet.backoff import BackoffEntry, BackoffPolicy, after_restart, go_duration, restart_delay
-from sandbox.kubelet.containers import ContainerRecord, Running, Terminated, Waiting, exit_code_of
+from sandbox.kubelet.containers import (
+    ContainerRecord,
+    Running,
+    Terminated,
+    Waiting,
+    after_exit,
+    after_pod_stopped,
+    exit_code_of,
+)
 from sandbox.kubelet.envvars import (
     EnvError,
     PodFacts,
@@ -384,3 +392,20 @@ def test_phase_and_status_while_initializing() -> None:
     )
     assert done["initContainerStatuses"][0]["ready"] is True
     assert {c["type"]: c["status"] for c in done["conditions"]}["Initialized"] == "True"
+
+
+def test_records_after_exit_and_after_the_pod_is_stopped() -> None:
+    running = record(Running(T0))
+    exited = after_exit(running, -15, T1)
+    assert exited.state == Terminated(143, T0, T1, 15)
+    assert after_exit(exited, 0, T2) is exited
+
+    crashed = ContainerRecord(
+        "c0", "busybox", Waiting("CrashLoopBackOff"), Terminated(1, T0, T1), 2, "", "id-1"
+    )
+    settled = after_pod_stopped(crashed, T2)
+    assert (settled.state, settled.restart_count, settled.container_id) == (Terminated(1, T0, T1), 2, "id-1")
+
+    never = after_pod_stopped(record(Waiting("ContainerCreating")), T2)
+    assert isinstance(never.state, Terminated)
+    assert (never.state.exit_code, never.state.reason) == (137, "ContainerStatusUnknown")
