@@ -40,6 +40,7 @@ JsonObj = dict[str, Any]
 
 NAMESPACES = StorageKey("", "namespaces")
 CRDS = StorageKey("apiextensions.k8s.io", "customresourcedefinitions")
+SERVICE_ACCOUNTS = StorageKey("", "serviceaccounts")
 
 
 @dataclass
@@ -172,7 +173,26 @@ async def create(
         return objects.served(info, obj)
     stored = state.storage.put(info.storage_key, obj, "ADDED")
     _after_write(state, info, stored)
+    if info.storage_key == NAMESPACES:
+        _add_default_service_account(state, name)
     return objects.served(info, stored)
+
+
+def _add_default_service_account(state: ApiState, namespace: str) -> None:
+    """What kube-controller-manager's service account controller does for every new namespace."""
+    if state.storage.get(SERVICE_ACCOUNTS, namespace, "default") is not None:
+        return
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {
+            "name": "default",
+            "namespace": namespace,
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": timestamp(state.now()),
+        },
+    }
+    state.storage.put(SERVICE_ACCOUNTS, account, "ADDED")
 
 
 def _after_write(state: ApiState, info: ResourceInfo, obj: JsonObj) -> None:
