@@ -155,7 +155,6 @@ class LeaderElector:
             return False
 
     async def _attempt(self) -> bool:
-        now = time.monotonic()
         try:
             lease = await self._api.get(LEASES, self._name, self._namespace)
         except NotFound:
@@ -163,6 +162,8 @@ class LeaderElector:
         except ApiError as exc:
             logger.warning("cannot read lease %s/%s: %s", self._namespace, self._name, exc)
             return False
+        # Observed once the answer is in hand: judging expiry from a later instant is the safe side.
+        now = time.monotonic()
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         record = (
