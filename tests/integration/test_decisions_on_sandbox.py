@@ -1,4 +1,5 @@
-"""One scenario per design decision the controller carries out (D1-D7, D10, D14, D15).
+"""One scenario per design decision the controller carries out (D1-D7, D10, D14, D15), and D16 at
+admission through the registered webhook.
 
 D3 (backoff failure deletes every pod and service) and D7 (PS keep running after success) are the
 seed's worker- and PS-failure experiments, in ``test_seed_experiments_on_sandbox.py``.
@@ -10,7 +11,10 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from controller.resources import TFJOBS
+from kube.errors import ApiError
 from kube.patches import PatchType
 from kube.resources import PODS
 
@@ -217,3 +221,16 @@ async def test_d15_the_podgroup_spec_is_patched_only_when_it_changes(
             w for w in controller_writes(apiserver, CONTROLLER_USER, ns) if w.resource == "podgroups"
         ]
         assert [w.verb for w in podgroup_writes] == ["create", "patch"]
+
+
+async def test_d16_an_invalid_tfjob_is_rejected_at_admission_and_never_reaches_the_controller(
+    cluster: Cluster, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    invalid = simple_job("bad", ns, restart_policy="Sometimes")  # not a known restartPolicy
+    async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
+        with pytest.raises(ApiError) as rejected:
+            await cluster.create_job(invalid)
+        assert rejected.value.status in (400, 403, 422)
+        assert "restartPolicy" in rejected.value.message
+        assert await cluster.podgroup("bad") is None
