@@ -45,18 +45,20 @@ def _non_negative(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig file (default $KUBECONFIG)"
+        "--kubeconfig",
+        default=os.environ.get("TFGANG_KUBECONFIG") or os.environ.get("KUBECONFIG"),
+        help="kubeconfig file (env TFGANG_KUBECONFIG, then KUBECONFIG)",
     )
     parser.add_argument(
         "--nodes",
-        default="las1:cpu=8,memory=32Gi",
-        help="nodes to run: NAME[:RES=QTY,...][;NAME...] (default las1:cpu=8,memory=32Gi)",
+        default=os.environ.get("TFGANG_NODES") or "las1:cpu=8,memory=32Gi",
+        help="nodes to run: NAME[:RES=QTY,...][;NAME...] (env TFGANG_NODES; default las1:cpu=8,memory=32Gi)",
     )
     parser.add_argument(
         "--backoff-base",
         type=_positive,
-        default=10.0,
-        help="first crash-loop back-off in seconds; the cap is 30x this (default 10, the kubelet's)",
+        default=os.environ.get("TFGANG_BACKOFF_BASE", "10"),
+        help="first crash-loop back-off in seconds, capped at 30x (env TFGANG_BACKOFF_BASE; default 10)",
     )
     parser.add_argument(
         "--heartbeat", type=_positive, default=10.0, help="seconds between node status heartbeats"
@@ -73,7 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-dir", type=Path, default=None, help="where container logs go (default: a temp dir)"
     )
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("TFGANG_LOG_LEVEL", "INFO"),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+    )
 
 
 async def _until_signalled(work: Coroutine[Any, Any, None]) -> None:

@@ -35,7 +35,9 @@ def _positive(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig file (default $KUBECONFIG)"
+        "--kubeconfig",
+        default=os.environ.get("TFGANG_KUBECONFIG") or os.environ.get("KUBECONFIG"),
+        help="kubeconfig file (env TFGANG_KUBECONFIG, then KUBECONFIG)",
     )
     parser.add_argument("--period", type=_positive, default=1.0, help="seconds between sessions (default 1)")
     parser.add_argument(
@@ -64,7 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--default-queue", default="default", help="queue created when missing (default default)"
     )
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("TFGANG_LOG_LEVEL", "INFO"),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+    )
 
 
 def options_from(args: argparse.Namespace) -> SchedulerOptions:
