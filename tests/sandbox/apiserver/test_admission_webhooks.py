@@ -394,3 +394,74 @@ async def test_service_reference_dry_run_and_side_effects(
         assert missing.value.status == 404
     finally:
         await admission.delete_mutating_webhook_configuration("svc")
+
+
+async def test_reinvocation_if_needed_after_a_later_mutation(api_client: ApiClient, webhook: Webhook) -> None:
+    admission = client.AdmissionregistrationV1Api(api_client)
+    core = client.CoreV1Api(api_client)
+    webhook.answers["/second"] = allow(
+        [{"op": "add", "path": "/metadata/annotations", "value": {"second": "1"}}]
+    )
+    await admission.create_mutating_webhook_configuration(
+        mutating_configuration(
+            "a-first",
+            [
+                pod_hook(
+                    "first.example.com",
+                    webhook.url("/first"),
+                    webhook.ca_bundle,
+                    reinvocationPolicy="IfNeeded",
+                )
+            ],
+        )
+    )
+    await admission.create_mutating_webhook_configuration(
+        mutating_configuration(
+            "b-second", [pod_hook("second.example.com", webhook.url("/second"), webhook.ca_bundle)]
+        )
+    )
+    try:
+        created = await core.create_namespaced_pod("default", pod("reinvoked"))
+        assert created.metadata.annotations == {"second": "1"}
+        calls = [(r["request"]["object"]["metadata"].get("annotations") or {}) for r in webhook.reviews]
+        assert calls == [{}, {}, {"second": "1"}], "first, second, then first again on the mutated pod"
+    finally:
+        await admission.delete_mutating_webhook_configuration("a-first")
+        await admission.delete_mutating_webhook_configuration("b-second")
+        await core.delete_namespaced_pod("reinvoked", "default")
+
+
+async def test_validating_webhooks_see_the_mutated_object(api_client: ApiClient, webhook: Webhook) -> None:
+    admission = client.AdmissionregistrationV1Api(api_client)
+    core = client.CoreV1Api(api_client)
+    webhook.answers["/mutate"] = allow(
+        [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
+    )
+    webhook.answers["/validate"] = deny("labelled pods are refused")
+    await admission.create_mutating_webhook_configuration(
+        mutating_configuration("m", [pod_hook("m.example.com", webhook.url("/mutate"), webhook.ca_bundle)])
+    )
+    validating = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "v"},
+        "webhooks": [
+            pod_hook(
+                "v.example.com",
+                webhook.url("/validate"),
+                webhook.ca_bundle,
+                objectSelector={"matchLabels": {"mutated": "yes"}},
+            )
+        ],
+    }
+    await admission.create_validating_webhook_configuration(validating)
+    try:
+        with pytest.raises(ApiException) as denied:
+            await core.create_namespaced_pod("default", pod("validated"))
+        assert denied.value.status == 403
+        assert json.loads(denied.value.body)["message"] == (
+            'admission webhook "v.example.com" denied the request: labelled pods are refused'
+        )
+    finally:
+        await admission.delete_mutating_webhook_configuration("m")
+        await admission.delete_validating_webhook_configuration("v")
