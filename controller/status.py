@@ -2,9 +2,9 @@
 
 The patch is the smallest RFC 7386 merge patch from the status the pass planned from to the new
 one (lists such as ``conditions`` go whole). If the API server stores something other than what
-we sent (a schema that prunes a field, say), planning again would produce the same patch on every
+we sent (a schema that prunes a field, say), planning again would produce the same status on every
 pass and each write would trigger the next; ``StatusWriter`` remembers what each job's last write
-returned and skips a patch that would only repeat it.
+asked for and got back, and skips asking for the same status while the job still holds that answer.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class StatusWriter:
         self._api = api
         self._writes = writes
         self._metrics = metrics
-        # job uid -> (the patch we last sent, the status the server returned for it)
+        # job uid -> (the status we last asked for, the status the server returned instead)
         self._last: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
 
     def forget(self, job_uid: str) -> None:
@@ -49,7 +49,7 @@ class StatusWriter:
         metadata = job.get("metadata") or {}
         uid = str(metadata.get("uid") or "")
         last = self._last.get(uid)
-        if last is not None and last[0] == patch and last[1] == old_status:
+        if last is not None and last[0] == new_status and last[1] == old_status:
             logger.warning(
                 "the API server does not keep status fields %s; not writing them again", sorted(patch)
             )
@@ -64,5 +64,5 @@ class StatusWriter:
         )
         self._metrics.api_writes.labels(resource=TFJOBS.plural, verb="patch-status").inc()
         self._writes.wrote(TFJOBS.plural, updated)
-        self._last[uid] = (copy.deepcopy(patch), _status_of(updated))
+        self._last[uid] = (copy.deepcopy(dict(new_status)), _status_of(updated))
         return True
