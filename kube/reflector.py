@@ -10,6 +10,8 @@ The loop (after client-go's Reflector and kopf's continuous watch):
    from there.
 3. ``410 Gone`` (the resourceVersion was compacted): go back to 1 at once.
 4. Any other failure: log it, back off exponentially with jitter, then retry the step that failed.
+   Failures only count as healed by a healthy watch, so a server that answers every watch with
+   410, or ends every watch at once, is retried with growing delays rather than in a tight loop.
 5. A watch that delivers nothing (no event, no bookmark) for ``stall_timeout`` seconds is a dead
    connection: it is logged as a warning, counted, and restarted -- never silent.
 
@@ -47,6 +49,10 @@ __all__ = ["Handler", "Reflector"]
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
+
+
+# A watch that lasted this long was a real watch even if nothing happened during it.
+_HEALTHY_WATCH_SECONDS = 1.0
 
 
 class _WatchStalled(Exception):
@@ -147,15 +153,21 @@ class Reflector:
                 if need_list:
                     await self._list_and_replace()
                     need_list = False
+                if await self._watch_once():
                     failures = 0
-                await self._watch_once()
-                failures = 0
+                else:
+                    # A server that ends every watch at once must not turn this loop into a spin.
+                    failures += 1
+                    delay = self._backoff(failures)
+                    logger.warning("watch of %s ended at once without any event; watching again in %.2fs",
+                                   self._describe, delay)
+                    await asyncio.sleep(delay)
             except Gone:
                 logger.info("watch of %s expired at resourceVersion %s; relisting",
                             self._describe, self._resource_version)
                 failures += 1
                 need_list = True
-                if failures > 1:  # two 410s in a row: do not spin against the server
+                if failures > 1:  # 410 again before any healthy watch: do not spin against the server
                     await asyncio.sleep(self._backoff(failures - 1))
             except _WatchStalled:
                 self._stall_count += 1
@@ -211,8 +223,12 @@ class Reflector:
             logger.debug("%s relisted: %d objects at resourceVersion %s",
                          self._describe, len(items), resource_version)
 
-    async def _watch_once(self) -> None:
+    async def _watch_once(self) -> bool:
+        """Watch until the server ends the stream; True if the watch was healthy (it delivered
+        something or lasted a while), False if it ended at once with nothing."""
         loop = asyncio.get_running_loop()
+        started = loop.time()
+        received = 0
         stream = self._api.watch(
             self._res, self._namespace, resource_version=self._resource_version,
             timeout_seconds=self._watch_timeout, allow_bookmarks=True,
@@ -224,11 +240,13 @@ class Reflector:
                     async for event in stream:
                         deadline.reschedule(loop.time() + self._stall_timeout)
                         self._last_error = None
+                        received += 1
                         self._apply(event)
             except TimeoutError:
                 if deadline.expired():
                     raise _WatchStalled() from None
                 raise
+        return received > 0 or loop.time() - started >= _HEALTHY_WATCH_SECONDS
 
     def _apply(self, event: WatchEvent) -> None:
         obj = event.object

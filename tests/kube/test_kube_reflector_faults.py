@@ -200,3 +200,21 @@ async def test_malformed_list_answers_are_survived(scripted: tuple[Script, KubeA
     await run_reflector(reflector, lambda: reflector.synced)
     assert store.keys() == ["ns/a"]
     assert script.list_requests == 2
+
+
+@pytest.mark.parametrize("mode", ["end", "gone"])
+async def test_a_server_that_ends_every_watch_at_once_is_not_hammered(
+    scripted: tuple[Script, KubeApi], mode: str
+) -> None:
+    script, api = scripted
+    script.lists = [list_of(configmap("a", "5"), rv="5")]
+    script.watches = [mode] * 1000
+    reflector = Reflector(api, CONFIGMAPS, Store(), namespace="ns", stall_timeout=30, backoff_base=0.05)
+    task = asyncio.create_task(reflector.run())
+    await asyncio.sleep(0.6)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # a tight loop would have made hundreds of requests; backoff (0.05 s doubling) allows a handful
+    assert 1 <= len(script.watch_requests) <= 12
+    assert reflector.synced
