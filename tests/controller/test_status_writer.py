@@ -3,35 +3,13 @@ does not keep is not sent again and again (no hot loop)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
-
-import pytest
 
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS
 from controller.status import StatusWriter
 from controller.writes import OwnWrites
 from kube.api import KubeApi
-from kube.client import make_api_client
-
-
-@pytest.fixture(scope="module")
-def apiserver() -> Iterator[Any]:
-    from sandbox.testing import start_apiserver
-
-    with start_apiserver() as handle:
-        yield handle
-
-
-@pytest.fixture
-async def api(apiserver: Any) -> AsyncIterator[KubeApi]:
-    client = await make_api_client(apiserver.kubeconfig)
-    kube = KubeApi(client, qps=1000.0, burst=1000)
-    try:
-        yield kube
-    finally:
-        await kube.close()
 
 
 def _job(name: str) -> dict[str, Any]:
