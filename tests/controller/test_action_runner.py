@@ -59,7 +59,7 @@ async def test_creating_an_existing_pod_of_ours_succeeds_without_a_second_create
     assert first.wrote and first.event is not None and first.event.reason == "SuccessfulCreatePod"
     again = await runner.run(observed, CreatePod(_pod("runner-worker-0")))
     assert not again.wrote and again.event is None
-    assert metrics.created_pods._value.get() == 1
+    assert metrics.registry.get_sample_value("created_pods_total") == 1
     assert [p["metadata"]["name"] for p in writes.view_owned("pods", JOB_UID, [])] == ["runner-worker-0"]
 
 
