@@ -1,7 +1,8 @@
 """``tfgang-sandbox up``: run a local cluster in the foreground and write a kubeconfig.
 
-The API server runs here; the node agent, the gang scheduler and the operator are started when
-their modules exist (``--nodes``, ``--operator``).
+By default the whole local cluster runs (``sandbox.cluster``): this API server, the gang
+scheduler and a node agent for ``--nodes``, plus the tfgang webhook and controller with
+``--operator``. ``--api-only`` runs the API server alone. SIGINT or SIGTERM stop everything.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import importlib.util
 import logging
 import os
 import signal
+from pathlib import Path
 
 from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.apiserver.server import ApiServer
@@ -20,6 +23,12 @@ from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
 from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_NODES = "las1:cpu=8,memory=32Gi"
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,16 +45,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--nodes",
-        default=os.environ.get("TFGANG_NODES", ""),
-        help="node agent nodes, e.g. las1:cpu=8,memory=32Gi (env TFGANG_NODES)",
+        default=os.environ.get("TFGANG_NODES", DEFAULT_NODES),
+        help=f"node agent nodes, '' for none (default {DEFAULT_NODES}; env TFGANG_NODES)",
     )
     parser.add_argument(
         "--operator",
         action="store_true",
-        default=os.environ.get("TFGANG_OPERATOR", "") in ("1", "true"),
-        help="also start the tfgang webhook and controller (env TFGANG_OPERATOR)",
+        default=_env_flag("TFGANG_OPERATOR"),
+        help="also run the tfgang webhook and controller (env TFGANG_OPERATOR)",
     )
-    parser.add_argument("--tfjob-crd", default=None, help="the TFJob CRD file (default: the chart's)")
+    parser.add_argument(
+        "--api-only",
+        action="store_true",
+        default=_env_flag("TFGANG_API_ONLY"),
+        help="run the API server alone: no scheduler, node agent or operator",
+    )
+    parser.add_argument(
+        "--tfjob-crd",
+        default=os.environ.get("TFGANG_TFJOB_CRD"),
+        help="the TFJob CRD file (default: the chart's)",
+    )
     parser.add_argument(
         "--watch-window",
         type=int,
@@ -54,31 +73,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _module_exists(name: str) -> bool:
+def _cluster_available() -> bool:
     try:
-        return importlib.util.find_spec(name) is not None
+        return importlib.util.find_spec("sandbox.cluster") is not None
     except ModuleNotFoundError:
         return False
 
 
-async def _serve(args: argparse.Namespace) -> int:
+async def _serve_api_only(args: argparse.Namespace, crd: str | None) -> int:
     server = ApiServer(watch_window=args.watch_window)
     url = await server.start(port=args.port)
     for path in VOLCANO_CRD_FILES:
         await server.install_file(path)
-    crd = args.tfjob_crd_resolved
     if crd:
         await server.install_file(crd)
     else:
         print("TFJob CRD not found; not installed")
     write_kubeconfig(args.kubeconfig, url, server.material.ca_pem, server.admin_token)
     print(f"sandbox API server at {url}; kubeconfig written to {args.kubeconfig}", flush=True)
-    if args.nodes and not _module_exists("sandbox.kubelet.cli"):
-        print("--nodes: the node agent is not available yet; no nodes started")
-    elif args.nodes:
-        print("--nodes: start the node agent with `tfgang-sandbox kubelet --kubeconfig ... --nodes ...`")
-    if args.operator:
-        print("--operator: the operator is not started by this command yet")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -90,12 +102,37 @@ async def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_cluster(args: argparse.Namespace, crd: str | None) -> int:
+    cluster = importlib.import_module("sandbox.cluster")
+    options = cluster.ClusterOptions(
+        nodes=args.nodes,
+        operator=args.operator,
+        port=args.port,
+        kubeconfig=Path(args.kubeconfig),
+        tfjob_crd=crd,
+        watch_window=args.watch_window,
+    )
+
+    def emit(line: str) -> None:
+        print(line, flush=True)
+
+    result: int = asyncio.run(cluster.serve_cluster(options, emit))
+    return result
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     crd = args.tfjob_crd or tfjob_crd_path()
-    args.tfjob_crd_resolved = crd if crd and os.path.exists(crd) else None
+    if crd and not os.path.exists(crd):
+        print(f"tfgang-sandbox up: the TFJob CRD file {crd} does not exist")
+        return 2
     try:
-        return asyncio.run(_serve(args))
+        if args.api_only:
+            return asyncio.run(_serve_api_only(args, crd))
+        if not _cluster_available():
+            print("the local cluster components are not available; running the API server alone")
+            return asyncio.run(_serve_api_only(args, crd))
+        return _serve_cluster(args, crd)
     except OSError as exc:
         print(f"tfgang-sandbox up: {exc}")
         return 1
