@@ -42,6 +42,7 @@ class AgentOptions:
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     heartbeat_seconds: float = 10.0
     start_delay: float = 0.2
+    sync_delay: float = 1.0
     log_host: str = "127.0.0.1"
     log_port: int = 0
 
@@ -66,7 +67,9 @@ class NodeAgent:
         self._finished: set[str] = set()
         """UIDs whose worker is done; late watch events for them must not start a new one."""
         self._tasks: set[asyncio.Task[None]] = set()
-        self._settings = WorkerSettings(options.state_dir, options.backoff, options.start_delay)
+        self._settings = WorkerSettings(
+            options.state_dir, options.backoff, options.start_delay, sync_delay=options.sync_delay
+        )
         self._node_conditions: dict[str, list[dict[str, Any]]] = {}
         self._recorders = {spec.name: EventRecorder(api, "kubelet", host=spec.name) for spec in options.nodes}
         self._leases = True

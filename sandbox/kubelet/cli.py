@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds a pod shows ContainerCreating before its processes start (default 0.2)",
     )
     parser.add_argument(
+        "--sync-delay",
+        type=_non_negative,
+        default=1.0,
+        help="seconds from a container's exit to its earliest restart, the kubelet's sync lag (default 1)",
+    )
+    parser.add_argument(
         "--log-port", type=int, default=0, help="port of the container log endpoint (default: any free)"
     )
     parser.add_argument(
@@ -118,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
             backoff=BackoffPolicy.scaled(args.backoff_base),
             heartbeat_seconds=args.heartbeat,
             start_delay=args.start_delay,
+            sync_delay=args.sync_delay,
             log_port=args.log_port,
         )
         try:

@@ -80,6 +80,8 @@ class WorkerSettings:
     """Seconds between the ContainerCreating report and starting the processes ("image pull")."""
     crash_display_delay: float = 1.0
     """Seconds after a crash before the wait is reported as CrashLoopBackOff (the kubelet's resync)."""
+    sync_delay: float = 1.0
+    """Seconds from a container's exit to the earliest restart (the kubelet's sync after the exit)."""
 
 
 @dataclass(frozen=True)
@@ -371,19 +373,18 @@ class PodWorker:
         if should_restart(policy, state.exit_code):
             delay = bo.restart_delay(slot.backoff, slot.finished_mono, self._settings.backoff)
             await self._publish()
-            if delay <= 0:
-                await self._start(slot, await self._sources(), restart=True)
-                await self._publish()
-                return
             slot.restart_pending = True
             loop = asyncio.get_running_loop()
-            show_after = min(self._settings.crash_display_delay, delay / 2)
             generation = slot.generation
+            if delay > 0:
+                show_after = min(self._settings.crash_display_delay, delay / 2)
+                slot.timers.append(
+                    loop.call_later(show_after, self._inbox.put_nowait, ShowBackoff(record.name, generation))
+                )
+            # Even a restart "at once" waits for the kubelet's next sync, as the seed's 1 s gaps show.
+            restart_after = max(delay, self._settings.sync_delay)
             slot.timers.append(
-                loop.call_later(show_after, self._inbox.put_nowait, ShowBackoff(record.name, generation))
-            )
-            slot.timers.append(
-                loop.call_later(delay, self._inbox.put_nowait, RestartDue(record.name, generation))
+                loop.call_later(restart_after, self._inbox.put_nowait, RestartDue(record.name, generation))
             )
             return
         phase = self._phase()

@@ -190,6 +190,7 @@ async def sandbox_cluster(
                     Path(state),
                     BackoffPolicy.scaled(backoff_base),
                     start_delay=0.05,
+                    sync_delay=0.05,
                 ),
             )
             if kubelet
