@@ -83,7 +83,9 @@ def event_key(involved: Mapping[str, Any], type: str, reason: str, message: str)
 
 def event_name(involved_name: str, now: datetime.datetime) -> str:
     nanos = int(now.timestamp() * 1_000_000) * 1000
-    return f"{involved_name}.{nanos:x}"
+    suffix = f".{nanos:x}"
+    # Object names are at most 253 characters; a long involved name is cut, not the unique suffix.
+    return involved_name[: 253 - len(suffix)] + suffix
 
 
 def _timestamp(now: datetime.datetime) -> str:

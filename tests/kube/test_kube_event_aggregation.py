@@ -107,3 +107,9 @@ def test_event_names_are_unique_per_time_and_carry_the_object_name() -> None:
     a = event_name("mnist", T0)
     b = event_name("mnist", T0 + datetime.timedelta(microseconds=1))
     assert a.startswith("mnist.") and a != b
+
+
+def test_event_names_stay_within_the_name_length_limit() -> None:
+    name = event_name("x" * 253, T0)
+    later = event_name("x" * 253, T0 + datetime.timedelta(seconds=1))
+    assert len(name) == 253 and name.startswith("xxx") and name != later
