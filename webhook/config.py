@@ -21,6 +21,7 @@ from webhook.app import DEFAULT_MAX_BODY_BYTES
 ENV_PREFIX = "TFGANG_"
 DEFAULT_CERT_SECRET = "tfgang-webhook-certs"
 DEFAULT_SERVICE_NAME = "tfgang-webhook"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,8 @@ def parse_config(
     for flag in ("port", "ops_port"):
         if not 0 <= getattr(args, flag) <= 65535:
             parser.error(f"--{flag.replace('_', '-')} must be a TCP port")
+    if args.log_level.upper() not in LOG_LEVELS:
+        parser.error(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     if args.max_body_bytes < 1024:
         parser.error("--max-body-bytes must be at least 1024")
     self_managed = None

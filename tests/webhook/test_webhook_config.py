@@ -71,6 +71,7 @@ def test_self_managed_flag_uses_the_default_secret() -> None:
         (["--cert-dir", "/c"], {"TFGANG_PORT": "https"}, "TFGANG_PORT='https' is not a number"),
         (["--cert-dir", "/c", "--self-managed"], {}, "--cert-secret-namespace"),
         (["--cert-dir", "/c", "--max-body-bytes", "10"], {}, "--max-body-bytes"),
+        (["--cert-dir", "/c", "--log-level", "chatty"], {}, "--log-level must be one of"),
     ],
 )
 def test_bad_flags_are_usage_errors(
