@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from sandbox.cluster import (
 )
 from sandbox.kubectl import find_kubectl
 from sandbox.webhook_configs import webhook_configurations
+from tests.sandbox.cluster.conftest import THREE_SMALL_NODES
 
 CHART_CRD = Path(__file__).resolve().parents[3] / "charts" / "tfgang" / "crds" / "kubeflow.org_tfjobs.yaml"
 
@@ -52,18 +52,12 @@ def wait_for(check: Any, what: str, within: float = 30.0) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture(scope="module")
-def operator_cluster() -> Iterator[ClusterHandle]:
-    with start_cluster(ClusterOptions(operator=True)) as handle:
-        yield handle
-
-
 def test_every_component_talks_to_the_api_as_itself(operator_cluster: ClusterHandle) -> None:
     expected = {
         SCHEDULER_IDENTITY.user,
         WEBHOOK_IDENTITY.user,
         CONTROLLER_IDENTITY.user,
-        node_identity("las1").user,
+        node_identity(THREE_SMALL_NODES).user,
     }
 
     def users() -> set[str] | None:
