@@ -15,7 +15,8 @@ JSON patch that works whether ``env``/``annotations``/``labels`` exist or not, a
 the pod is already mutated (idempotent on reinvocation).
 
 Requests this endpoint does not mutate get a documented answer: a non-CREATE operation, another
-kind or a subresource, or a pod without the job-name label is allowed unchanged. A pod whose
+kind or a subresource, a pod without the job-name label, or one whose ``operator-name`` label names
+another operator (PyTorchJob pods carry the same job-name label) is allowed unchanged. A pod whose
 TFJob does not exist, whose replica type or index is not in the job, or that has no
 ``tensorflow`` container is denied (403) with a message saying which.
 """
@@ -29,7 +30,9 @@ from typing import Any, Final
 from kube.patches import escape_json_pointer
 from tfjob.constants import (
     CONTAINER_NAME,
+    CONTROLLER_NAME,
     LABEL_JOB_NAME,
+    LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     LABEL_SCHEDULER_PLUGINS_POD_GROUP,
@@ -77,8 +80,12 @@ def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
     pod = request.object
     if pod is None:
         return deny(REASON_MALFORMED, 400, "the pod CREATE review carries no object")
-    job_name = _labels(pod).get(LABEL_JOB_NAME)
+    labels = _labels(pod)
+    job_name = labels.get(LABEL_JOB_NAME)
     if not isinstance(job_name, str) or not job_name:
+        return allow(REASON_IGNORED)
+    # Other Kubeflow operators (PyTorchJob, MPIJob...) label their pods with the same job-name key.
+    if labels.get(LABEL_OPERATOR_NAME, CONTROLLER_NAME) != CONTROLLER_NAME:
         return allow(REASON_IGNORED)
     namespace = request.namespace or _string(_metadata(pod).get("namespace"))
     if not namespace:
