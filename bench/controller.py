@@ -40,11 +40,8 @@ from kube.errors import ApiError  # noqa: E402
 from kube.patches import PatchType  # noqa: E402
 from kube.resources import PODGROUPS_V1BETA1, PODS  # noqa: E402
 from sandbox.testing import start_apiserver  # noqa: E402
-from tests.integration.operator import (  # noqa: E402
-    container_status,
-    controller_process,
-    load_seed,
-)
+from tests.integration.cluster import container_status, load_seed  # noqa: E402
+from tests.integration.operator import controller_process  # noqa: E402
 
 NAMESPACE = "default"
 MARK_BEGIN = "<!-- bench:controller -->"

@@ -13,7 +13,8 @@ import pytest
 
 from kube.resources import NAMESPACES
 
-from .operator import CONTROLLER_USER, Cluster, WebhookHandle, running_webhook
+from .cluster import Cluster
+from .operator import CONTROLLER_USER, WebhookHandle, running_webhook
 
 
 @pytest.fixture(scope="session")

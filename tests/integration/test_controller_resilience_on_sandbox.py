@@ -19,20 +19,16 @@ from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.resources import CONFIGMAPS, LEASES, NAMESPACES, PODS
 
-from .operator import (
-    CONTROLLER_USER,
+from .cluster import (
     Cluster,
     admit_and_wait_for_pods,
-    controller_config,
-    controller_process,
     controller_writes,
     eventually,
     expire_watches,
-    metrics_text,
-    running_controller,
     simple_job,
     wait_for_state,
 )
+from .operator import CONTROLLER_USER, controller_config, controller_process, metrics_text, running_controller
 
 
 def _created(records: list[Any]) -> Counter[str]:

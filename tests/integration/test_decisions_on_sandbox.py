@@ -18,20 +18,18 @@ from kube.errors import ApiError
 from kube.patches import PatchType
 from kube.resources import PODS
 
-from .operator import (
-    CONTROLLER_USER,
+from .cluster import (
     Cluster,
     admit_and_wait_for_pods,
     condition,
     container_status,
-    controller_config,
     controller_writes,
     eventually,
     last_state,
-    running_controller,
     simple_job,
     wait_for_state,
 )
+from .operator import CONTROLLER_USER, controller_config, running_controller
 
 
 async def _gone(cluster: Cluster, job: str) -> bool:

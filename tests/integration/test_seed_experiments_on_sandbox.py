@@ -11,21 +11,19 @@ import asyncio
 import json
 from typing import Any
 
-from .operator import (
-    CONTROLLER_USER,
+from .cluster import (
     Cluster,
     admit_and_wait_for_pods,
     condition,
     container_status,
-    controller_config,
     controller_writes,
     eventually,
     last_state,
     load_seed,
-    running_controller,
     status_writes,
     wait_for_state,
 )
+from .operator import CONTROLLER_USER, controller_config, running_controller
 
 PODS = ["tftest-ps-0", "tftest-worker-0", "tftest-worker-1", "tftest-worker-2"]
 
