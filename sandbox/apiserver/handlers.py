@@ -14,17 +14,14 @@ from sandbox.apiserver import discovery, operations, selectors, tables
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.gc import Deleter, parse_delete_options
 from sandbox.apiserver.operations import RequestContext
+from sandbox.apiserver.podsubresources import bind_pod, pod_log
 from sandbox.apiserver.registry import ResourceInfo, StorageKey
 from sandbox.apiserver.state import ApiState
 from sandbox.apiserver.status import (
     ApiError,
     bad_request,
-    conflict,
-    internal_error,
     method_not_allowed,
-    not_found,
     page_not_found,
-    success_body,
     unsupported_media_type,
 )
 from sandbox.apiserver.watching import DEFAULT_WATCH_TIMEOUT, WatchRequest, WatchStream
@@ -173,11 +170,12 @@ class RestHandler:
         if path.subresource == "log":
             if method != "GET":
                 raise method_not_allowed()
-            return await self._pod_log(request, info, namespace, path.name)
+            return await pod_log(self.state, request, namespace, path.name)
         if path.subresource == "binding":
             if method != "POST":
                 raise method_not_allowed()
-            return await self._bind(request, info, namespace, path.name)
+            bound = bind_pod(self.state, namespace, path.name, await self._json_body(request), ctx.dry_run)
+            return json_response(bound, 201)
         if method == "GET":
             watch = path.legacy_watch or _bool_query(request.query.get("watch"))
             if watch:
@@ -385,94 +383,3 @@ class RestHandler:
             200,
             ctx.warnings,
         )
-
-    async def _bind(
-        self, request: web.Request, info: ResourceInfo, namespace: str, name: str
-    ) -> web.Response:
-        body = await self._json_body(request)
-        target = (body or {}).get("target") or {}
-        node_name = str(target.get("name", ""))
-        if not node_name:
-            raise bad_request("target.name: Required value")
-        pod = self.state.storage.get(PODS, namespace, name)
-        if pod is None:
-            raise not_found("pods", "", name)
-        if pod["metadata"].get("deletionTimestamp"):
-            raise conflict(
-                "pods/binding", "", name, f"pod {name} is being deleted, cannot be assigned to a host"
-            )
-        current = (pod.get("spec") or {}).get("nodeName")
-        if current:
-            raise conflict("pods/binding", "", name, f'pod {name} is already assigned to node "{current}"')
-        if self._context(request).dry_run:
-            return json_response(success_body(), 201)
-        bound = json.loads(json.dumps(pod))
-        bound["spec"]["nodeName"] = node_name
-        conditions = [
-            c
-            for c in bound.setdefault("status", {}).get("conditions") or []
-            if c.get("type") != "PodScheduled"
-        ]
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": self.state.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-            }
-        )
-        bound["status"]["conditions"] = conditions
-        self.state.storage.put(PODS, bound, "MODIFIED")
-        return json_response(success_body(), 201)
-
-    async def _pod_log(
-        self, request: web.Request, info: ResourceInfo, namespace: str, name: str
-    ) -> web.StreamResponse:
-        pod = self.state.storage.get(PODS, namespace, name)
-        if pod is None:
-            raise not_found("pods", "", name)
-        spec = pod.get("spec") or {}
-        containers = [c.get("name") for c in spec.get("containers") or []]
-        container = request.query.get("container") or (containers[0] if len(containers) == 1 else "")
-        if not container:
-            raise bad_request(
-                f"a container name must be specified for pod {name}, choose one of: "
-                f"[{' '.join(str(c) for c in containers)}]"
-            )
-        if container not in containers and container not in [
-            c.get("name") for c in spec.get("initContainers") or []
-        ]:
-            raise bad_request(f"container {container} is not valid for pod {name}")
-        node_name = spec.get("nodeName")
-        if not node_name:
-            # kube-apiserver has no kubelet to ask for a pod not yet scheduled: an empty log.
-            return web.Response(body=b"", content_type="text/plain")
-        node = self.state.storage.get(NODES, "", str(node_name))
-        if node is None:
-            raise not_found("nodes", "", str(node_name))
-        endpoints = (node.get("status") or {}).get("daemonEndpoints") or {}
-        port = (endpoints.get("kubeletEndpoint") or {}).get("Port")
-        if not port:
-            raise internal_error(f'no kubelet endpoint is known for node "{node_name}"')
-        query = {
-            k: v
-            for k, v in request.query.items()
-            if k in ("follow", "tailLines", "previous", "timestamps", "sinceSeconds", "limitBytes")
-        }
-        url = f"http://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}"
-        response = web.StreamResponse(status=200)
-        response.content_type = "text/plain"
-        try:
-            async with aiohttp.ClientSession() as session, session.get(url, params=query) as upstream:
-                if upstream.status != 200:
-                    text = (await upstream.text()).strip()
-                    raise bad_request(text or f"the node agent answered {upstream.status}")
-                await response.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
-        except aiohttp.ClientConnectorError as exc:
-            raise internal_error(
-                f'Get "https://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}": '
-                f"dial tcp 127.0.0.1:{port}: connect: connection refused"
-            ) from exc
-        return response

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.apiserver.tables import human_duration, pod_row
+from sandbox.apiserver.ages import human_duration
+from sandbox.apiserver.podtable import pod_row
 
 CREATED = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
 
