@@ -199,13 +199,14 @@ class LocalCluster:
                 self.server.admin_token,
             )
         )
-        if self.options.operator:
-            crd = self.options.tfjob_crd or tfjob_crd_path()
-            if not crd or not await asyncio.to_thread(os.path.exists, crd):
-                raise ClusterError(
-                    "the chart's TFJob CRD (charts/tfgang/crds) was not found; set TFGANG_TFJOB_CRD"
-                )
+        crd = self.options.tfjob_crd or tfjob_crd_path() or ""
+        crd_exists: bool = bool(crd) and await asyncio.to_thread(os.path.isfile, crd)
+        if crd_exists:
             await self.server.install_file(crd)
+        elif self.options.operator:
+            raise ClusterError(
+                "the chart's TFJob CRD (charts/tfgang/crds) was not found; set TFGANG_TFJOB_CRD"
+            )
         api = KubeApi(await make_api_client(str(self.kubeconfig)), user_agent="tfgang-sandbox-cluster")
         try:
             waits: list[Awaitable[None]] = [self._start_scheduler(api)]
@@ -369,7 +370,13 @@ async def serve_cluster(options: ClusterOptions, emit: Callable[[str], None] = p
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
-    async with LocalCluster(options) as cluster:
+    cluster = LocalCluster(options)
+    try:
+        await cluster.start()
+    except ClusterError as error:
+        emit(f"the sandbox did not start: {error}")
+        return 1
+    try:
         emit(f"sandbox API server at {cluster.url}; kubeconfig written to {cluster.kubeconfig}")
         if options.nodes:
             emit(f"node agent running nodes {options.nodes}; gang scheduler running")
@@ -390,6 +397,8 @@ async def serve_cluster(options: ClusterOptions, emit: Callable[[str], None] = p
             emit(f"stopping the sandbox: {cluster.supervisor.failure}")
             return 1
         emit("stopping the sandbox")
+    finally:
+        await cluster.stop()
     return 0
 
 
