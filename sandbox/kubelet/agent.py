@@ -25,7 +25,7 @@ from sandbox.kubelet.backoff import BackoffPolicy
 from sandbox.kubelet.ipam import PodIpAllocator, PodIpExhausted
 from sandbox.kubelet.logserver import LogServer
 from sandbox.kubelet.logstore import LogStore
-from sandbox.kubelet.nodeobject import node_labels, node_object, node_status
+from sandbox.kubelet.nodeobject import HOST_IP, node_labels, node_object, node_status
 from sandbox.kubelet.nodespec import NodeSpec
 from sandbox.kubelet.podworker import NodeFacts, PodWorker, WorkerSettings
 
@@ -187,7 +187,8 @@ class NodeAgent:
         if node not in self._nodes or not uid:
             return
         try:
-            pod_ip = self._ipam[node].allocate(uid)
+            host_network = bool((pod.get("spec") or {}).get("hostNetwork"))
+            pod_ip = HOST_IP if host_network else self._ipam[node].allocate(uid)
         except PodIpExhausted as error:
             logger.error("pod %s/%s cannot start: %s", meta.get("namespace"), meta.get("name"), error)
             return

@@ -138,6 +138,17 @@ async def test_the_environment_reaches_the_process() -> None:
         assert pod["status"]["podIP"].startswith("10.244.")
         json.loads(output.rstrip("\n").split("|")[-1])
 
+        await cluster.api.create(
+            PODS,
+            pod_manifest("hosted", script, restart_policy="Never", hostNetwork=True, container={"env": env}),
+        )
+
+        async def hosted_finished() -> bool:
+            return (await get_pod(cluster.api, "hosted"))["status"].get("phase") == "Succeeded"
+
+        await eventually(hosted_finished, what="the host-network pod to finish")
+        assert (await get_pod(cluster.api, "hosted"))["status"]["podIP"] == "127.0.0.1"
+
 
 async def test_deletion_is_graceful_then_final() -> None:
     script = "trap 'echo terminating; exit 0' TERM; echo up; sleep 1000 & wait"
