@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS, podgroup_resource
@@ -68,12 +68,17 @@ def _uid_of(objects: Any, name: str) -> str | None:
     return None
 
 
+# What an action came to: the API changed something (created, patched, deleted), or the desired
+# state already held (existed: a create met our own object; absent: a delete found nothing).
+Result = Literal["created", "patched", "deleted", "existed", "absent"]
+
+
 @dataclass(frozen=True)
 class Outcome:
     """A carried-out action: the event to record (if any) and whether the API changed anything."""
 
     event: Event | None
-    wrote: bool
+    changed: bool
 
 
 class ActionRunner:
@@ -88,63 +93,63 @@ class ActionRunner:
     async def run(self, observed: Observed, action: Action) -> Outcome:
         """Carry out one action for ``observed.job``; raise ``ActionFailed`` when it did not happen."""
         try:
-            wrote = await self._dispatch(observed, action)
+            result = await self._dispatch(observed, action)
         except (ApiError, NotOurs) as exc:
-            self._count_failure(action)
+            if isinstance(action, CreateService):
+                self._metrics.service_creation_failed.inc()
             raise ActionFailed(action, exc, action.failure_event(str(exc))) from exc
-        return Outcome(action.success_event() if wrote else None, wrote)
+        self._count(action, result)
+        # A create that found our own object reports nothing: some earlier pass made it. A delete
+        # that found nothing still reports success, as upstream does.
+        event = None if result == "existed" else action.success_event()
+        return Outcome(event, result in ("created", "patched", "deleted"))
 
-    def _count_failure(self, action: Action) -> None:
-        if isinstance(action, CreateService):
-            self._metrics.service_creation_failed.inc()
+    def _count(self, action: Action, result: Result) -> None:
+        metrics = self._metrics
+        if result == "created":
+            if isinstance(action, CreatePod):
+                metrics.created_pods.inc()
+            elif isinstance(action, CreateService):
+                metrics.service_creation_succeeded.inc()
+            elif isinstance(action, CreatePodGroup):
+                metrics.created_pod_groups.inc()
+        elif result == "deleted":
+            if isinstance(action, DeletePod):
+                metrics.deleted_pods.inc()
+            elif isinstance(action, DeletePodGroup):
+                metrics.deleted_pod_groups.inc()
 
-    async def _dispatch(self, observed: Observed, action: Action) -> bool:
+    async def _dispatch(self, observed: Observed, action: Action) -> Result:
         job = observed.job
         namespace = str(_meta(job).get("namespace") or "")
         job_uid = str(_meta(job).get("uid") or "")
         if isinstance(action, CreatePodGroup):
-            created = await self._create(self._podgroups, dict(action.podgroup), namespace, job_uid)
-            if created:
-                self._metrics.created_pod_groups.inc()
-            return created
+            return await self._create(self._podgroups, dict(action.podgroup), namespace, job_uid)
         if isinstance(action, PatchPodGroup):
             patched = await self._api.patch(
                 self._podgroups, action.name, action.patch, namespace, patch_type=PatchType.MERGE
             )
             self._writes.wrote(self._podgroups.plural, patched)
             self._metrics.api_writes.labels(resource=self._podgroups.plural, verb="patch").inc()
-            return True
+            return "patched"
         if isinstance(action, DeletePodGroup):
             uid = str(_meta(observed.podgroup).get("uid") or "") or None
-            deleted = await self._delete(self._podgroups, action.name, namespace, uid, job_uid)
-            if deleted:
-                self._metrics.deleted_pod_groups.inc()
-            return True
+            return await self._delete(self._podgroups, action.name, namespace, uid, job_uid)
         if isinstance(action, CreatePod):
-            created = await self._create(PODS, dict(action.pod), namespace, job_uid)
-            if created:
-                self._metrics.created_pods.inc()
-            return created
+            return await self._create(PODS, dict(action.pod), namespace, job_uid)
         if isinstance(action, DeletePod):
-            if await self._delete(PODS, action.name, namespace, action.uid or None, job_uid):
-                self._metrics.deleted_pods.inc()
-            return True
+            return await self._delete(PODS, action.name, namespace, action.uid or None, job_uid)
         if isinstance(action, CreateService):
-            created = await self._create(SERVICES, dict(action.service), namespace, job_uid)
-            if created:
-                self._metrics.service_creation_succeeded.inc()
-            return created
+            return await self._create(SERVICES, dict(action.service), namespace, job_uid)
         if isinstance(action, DeleteService):
             uid = _uid_of(observed.services, action.name)
-            await self._delete(SERVICES, action.name, namespace, uid, job_uid)
-            return True
+            return await self._delete(SERVICES, action.name, namespace, uid, job_uid)
         if isinstance(action, DeleteJob):
-            await self._delete(TFJOBS, action.name, namespace, action.uid or None, "")
-            return True
+            return await self._delete(TFJOBS, action.name, namespace, action.uid or None, "")
         raise TypeError(f"unknown action {action!r}")
 
-    async def _create(self, res: Resource, body: dict[str, Any], namespace: str, job_uid: str) -> bool:
-        """Create ``body``; True when we made it, False when it already existed as ours."""
+    async def _create(self, res: Resource, body: dict[str, Any], namespace: str, job_uid: str) -> Result:
+        """Create ``body``, or find it already there as ours."""
         name = str(_meta(body).get("name") or "")
         try:
             created = await self._api.create(res, body, namespace)
@@ -159,15 +164,15 @@ class ActionRunner:
                 raise NotOurs(f"{res.kind} {namespace}/{name} is still terminating") from None
             logger.info("%s %s/%s already exists and is ours", res.kind, namespace, name)
             self._writes.wrote(res.plural, existing)
-            return False
+            return "existed"
         self._writes.wrote(res.plural, created)
         self._metrics.api_writes.labels(resource=res.plural, verb="create").inc()
-        return True
+        return "created"
 
     async def _delete(
         self, res: Resource, name: str, namespace: str, uid: str | None, owner_uid: str
-    ) -> bool:
-        """Delete ``name`` (only if it is still ``uid``); True when the API deleted something."""
+    ) -> Result:
+        """Delete ``name``, only if it is still ``uid``; "absent" when it was gone already."""
         try:
             await self._api.delete(
                 res,
@@ -177,13 +182,13 @@ class ActionRunner:
                 propagation_policy="Background" if res is TFJOBS else None,
             )
         except NotFound:
-            deleted = False
+            result: Result = "absent"
         except Conflict:
             # The uid precondition failed: the object we meant is gone, a newer one took its name.
-            deleted = False
+            result = "absent"
         else:
-            deleted = True
+            result = "deleted"
             self._metrics.api_writes.labels(resource=res.plural, verb="delete").inc()
         if uid:
             self._writes.deleted(res.plural, namespace, name, uid, owner_uid)
-        return deleted
+        return result

@@ -137,7 +137,7 @@ class Reconciler:
         failure: BaseException | None = None
         for outcome in results:
             if isinstance(outcome, Outcome):
-                writes += int(outcome.wrote)
+                writes += int(outcome.changed)
                 if outcome.event is not None:
                     self._record(job, outcome.event)
             elif failure is None:

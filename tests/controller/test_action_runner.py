@@ -56,9 +56,9 @@ async def test_creating_an_existing_pod_of_ours_succeeds_without_a_second_create
     runner, writes, metrics = _runner(api)
     observed = Observed(job=JOB)  # type: ignore[arg-type]
     first = await runner.run(observed, CreatePod(_pod("runner-worker-0")))
-    assert first.wrote and first.event is not None and first.event.reason == "SuccessfulCreatePod"
+    assert first.changed and first.event is not None and first.event.reason == "SuccessfulCreatePod"
     again = await runner.run(observed, CreatePod(_pod("runner-worker-0")))
-    assert not again.wrote and again.event is None
+    assert not again.changed and again.event is None
     assert metrics.registry.get_sample_value("created_pods_total") == 1
     assert [p["metadata"]["name"] for p in writes.view_owned("pods", JOB_UID, [])] == ["runner-worker-0"]
 
@@ -70,7 +70,7 @@ async def test_a_delete_names_its_uid_and_a_gone_or_replaced_pod_counts_as_delet
     uid = created["metadata"]["uid"]
     # A stale uid never deletes the pod that holds the name now.
     stale = await runner.run(observed, DeletePod("runner-worker-1", "00000000-dead-4000-8000-000000000000"))
-    assert stale.wrote
+    assert not stale.changed, "the pod of that name is not the one we meant"
     assert (await api.get(PODS, "runner-worker-1", "default"))["metadata"]["uid"] == uid
     await runner.run(observed, DeletePod("runner-worker-1", uid))
     seen = writes.view("pods", "default", "runner-worker-1", created)  # the cache may lag behind
