@@ -115,7 +115,7 @@ class Reconciler:
                 # pass whose actions all happened.
                 self._record_all(job, result.events)
                 raise
-            status_written = await self._status.write(job, result.status)  # type: ignore[arg-type]
+            status_written = await self._status.write(job, result.status)
             writes += int(status_written)
             self._record_all(job, result.events)
             for counter in result.counters:

@@ -19,7 +19,7 @@ from controller.resources import TFJOBS
 from controller.writes import OwnWrites
 from kube.api import KubeApi
 from kube.patches import PatchType, merge_patch
-from tfjob.wire import JobStatus, TFJob
+from tfjob.wire import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class StatusWriter:
     def forget(self, job_uid: str) -> None:
         self._last.pop(job_uid, None)
 
-    async def write(self, job: TFJob, new_status: JobStatus) -> bool:
+    async def write(self, job: Mapping[str, Any], new_status: JobStatus) -> bool:
         """Patch ``job``'s status to ``new_status`` if it differs; True when a write was sent."""
         old_status = _status_of(job)
         patch = merge_patch(old_status, dict(new_status))

@@ -43,10 +43,10 @@ async def test_a_status_is_written_once_and_an_unchanged_one_not_at_all(api: Kub
             }
         ]
     }
-    assert await writer.write(job, status)  # type: ignore[arg-type]
+    assert await writer.write(job, status)
     stored = await api.get(TFJOBS, "once", "default")
     assert stored["status"] == status
-    assert not await writer.write(stored, status)  # type: ignore[arg-type]
+    assert not await writer.write(stored, status)
     assert _status_writes(apiserver, "once") == 1
 
 
@@ -54,8 +54,8 @@ async def test_a_field_the_server_prunes_is_not_rewritten_on_every_pass(api: Kub
     writer = StatusWriter(api, OwnWrites(), ControllerMetrics())
     job = await api.create(TFJOBS, _job("pruned"), "default")
     status = {"startTime": "2026-11-29T10:00:00Z", "notInTheSchema": {"x": 1}}
-    assert await writer.write(job, status)  # type: ignore[arg-type]
+    assert await writer.write(job, status)
     stored = await api.get(TFJOBS, "pruned", "default")
     assert "notInTheSchema" not in stored["status"], "the CRD's structural schema prunes unknown fields"
-    assert not await writer.write(stored, status)  # type: ignore[arg-type]
+    assert not await writer.write(stored, status)
     assert _status_writes(apiserver, "pruned") == 1
