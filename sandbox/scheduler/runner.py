@@ -48,6 +48,8 @@ from sandbox.scheduler.snapshot import (
 
 logger = logging.getLogger(__name__)
 
+QUEUE_RETRY_SECONDS = 30.0
+
 
 @dataclass(frozen=True)
 class SchedulerOptions:
@@ -61,6 +63,9 @@ class SchedulerOptions:
     gang_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({VOLCANO_SCHEDULER_NAME}))
     plain_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({DEFAULT_SCHEDULER_NAME}))
     default_queue: str = "default"
+    volcano_sync_grace: float = 10.0
+    """Seconds to wait for the PodGroup and Queue caches before scheduling plain pods regardless
+    (a server without Volcano's CRDs never lists them)."""
 
 
 def _now() -> str:
@@ -109,29 +114,51 @@ class Scheduler:
         self._stores = {res.plural: Store() for res in (PODS, NODES, PODGROUPS_V1BETA1, QUEUES_V1BETA1)}
         self._podgroup_status_subresource: bool | None = None
         self._opened_queues: set[str] = set()
+        self._default_queue_ready = False
+        self._queue_checked_at = 0.0
         self.sessions = 0
 
     def _changed(self, _type: str, _obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
         self._wake.set()
 
-    async def ensure_default_queue(self) -> None:
+    async def ensure_default_queue(self) -> bool:
+        """Create the default Queue when missing; False when this server has no Volcano Queue type."""
+        self._queue_checked_at = time.monotonic()
         try:
             await self._api.create(QUEUES_V1BETA1, default_queue_body(self._options.default_queue))
             logger.info("created the %s queue", self._options.default_queue)
         except AlreadyExists:
             pass
+        except NotFound:
+            logger.warning(
+                "this API server has no %s (Volcano's CRDs): only plain pods are scheduled", QUEUES_V1BETA1
+            )
+            return False
+        self._default_queue_ready = True
+        return True
 
     async def run(self) -> None:
         await self.ensure_default_queue()
-        reflectors = [
+        core = [
             Reflector(self._api, res, self._stores[res.plural], handlers=[self._changed])
-            for res in (PODS, NODES, PODGROUPS_V1BETA1, QUEUES_V1BETA1)
+            for res in (PODS, NODES)
+        ]
+        volcano = [
+            Reflector(self._api, res, self._stores[res.plural], handlers=[self._changed])
+            for res in (PODGROUPS_V1BETA1, QUEUES_V1BETA1)
         ]
         async with asyncio.TaskGroup() as group:
-            for reflector in reflectors:
+            for reflector in core + volcano:
                 group.create_task(reflector.run())
-            for reflector in reflectors:
+            for reflector in core:
                 await reflector.wait_synced()
+            for reflector in volcano:
+                try:
+                    await asyncio.wait_for(reflector.wait_synced(), self._options.volcano_sync_grace)
+                except TimeoutError:
+                    logger.warning(
+                        "no PodGroups or Queues listed yet (%s); scheduling meanwhile", reflector.last_error
+                    )
             logger.info("scheduler caches synced; scheduling")
             group.create_task(self._loop())
 
@@ -157,6 +184,8 @@ class Scheduler:
 
     async def run_once(self) -> SessionResult:
         """One session over the current caches, carried out against the API."""
+        if not self._default_queue_ready and time.monotonic() - self._queue_checked_at > QUEUE_RETRY_SECONDS:
+            await self.ensure_default_queue()
         await self._open_queues()
         await self._group_loose_pods()
         snapshot = build_snapshot(

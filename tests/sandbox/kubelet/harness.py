@@ -176,9 +176,17 @@ def pod_manifest(name: str, script: str, *, restart_policy: str = "Always", **sp
 
 @contextlib.asynccontextmanager
 async def sandbox_cluster(
-    nodes: str = "las1", *, backoff_base: float = 0.3, kubelet: bool = True, scheduler: bool = True
+    nodes: str = "las1",
+    *,
+    backoff_base: float = 0.3,
+    kubelet: bool = True,
+    scheduler: bool = True,
+    volcano_crds: bool = True,
 ) -> AsyncIterator[Cluster]:
-    with start_apiserver() as handle, tempfile.TemporaryDirectory(prefix="tfgang-kubelet-test-") as state:
+    with (
+        start_apiserver(install_volcano_crds=volcano_crds) as handle,
+        tempfile.TemporaryDirectory(prefix="tfgang-kubelet-test-") as state,
+    ):
         api = KubeApi(await make_api_client(handle.kubeconfig))
         recorder = EventRecorder(api, "volcano")
         plain_recorder = EventRecorder(api, "default-scheduler")
@@ -198,7 +206,10 @@ async def sandbox_cluster(
         )
         gang = (
             Scheduler(
-                api, recorder, SchedulerOptions(period=0.5, min_interval=0.05), plain_recorder=plain_recorder
+                api,
+                recorder,
+                SchedulerOptions(period=0.5, min_interval=0.05, volcano_sync_grace=0.5),
+                plain_recorder=plain_recorder,
             )
             if scheduler
             else None

@@ -153,3 +153,13 @@ async def test_a_volcano_pod_without_a_podgroup_gets_one_and_runs() -> None:
         group = await cluster.api.get(PODGROUPS_V1BETA1, name, "default")
         assert group["spec"]["minMember"] == 1
         assert group["status"]["phase"] == "Running"
+
+
+async def test_without_volcano_crds_plain_pods_are_still_scheduled() -> None:
+    async with sandbox_cluster(volcano_crds=False) as cluster:
+        await cluster.api.create(PODS, pod_manifest("plain", "sleep 100"))
+
+        async def running() -> bool:
+            return status_column(await get_pod(cluster.api, "plain")) == "Running"
+
+        await eventually(running, what="the plain pod to run without Volcano's CRDs")
