@@ -162,6 +162,8 @@ class RestHandler:
             raise page_not_found()
         if not info.namespaced and path.namespace is not None:
             raise page_not_found()
+        if info.namespaced and path.namespace is None and request.method not in ("GET", "DELETE"):
+            raise method_not_allowed()
         if path.subresource and path.subresource not in info.subresources:
             raise page_not_found()
         namespace = path.namespace or ""

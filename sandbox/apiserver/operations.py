@@ -156,7 +156,9 @@ async def create(
         meta["generation"] = 1
     else:
         meta.pop("generation", None)
-    _raise_invalid(info, name, objects.validate(info, obj, None)[:1] if not name else [])
+    if not name:
+        # Nothing to name the object by: refuse before defaulting and admission, as kube-apiserver does.
+        _raise_invalid(info, name, objects.validate(info, obj, None)[:1])
     unknown = objects.prepare_create(state, info, obj)
     _report_unknown(unknown, ctx)
     attrs = _attributes(info, "", namespace if info.namespaced else "", name, "CREATE", ctx, "CreateOptions")

@@ -23,7 +23,8 @@ logger = logging.getLogger(__name__)
 
 JsonObj = dict[str, Any]
 
-DEFAULT_WATCH_WINDOW = 100_000
+# Events kept for resuming watches; each holds an object version alive, so this bounds memory too.
+DEFAULT_WATCH_WINDOW = 20_000
 
 
 @dataclass
