@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -259,7 +260,7 @@ class LocalCluster:
         await self.supervisor.start(self._spec("kubelet", argv, signal.SIGINT))
         names = [part.split(":")[0].strip() for part in self.options.nodes.split(";") if part.strip()]
         for name in names:
-            await self._until(lambda name=name: _node_ready(api, name), f"node {name} to be Ready")  # type: ignore[misc]
+            await self._until(functools.partial(_node_ready, api, name), f"node {name} to be Ready")
 
     async def _start_operator(self) -> None:
         cert_dir = self.workdir / "webhook-certs"

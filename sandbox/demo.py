@@ -117,6 +117,8 @@ async def replay(args: argparse.Namespace) -> int:
                 _emit("")
                 _emit(f"==> experiment {index}/{len(names)}: {name}")
                 source = _display_path(seeds / f"{name}.yaml")
+                if args.speed != 1:
+                    source = f"- ({source} with its sleeps divided by {args.speed:g})"
                 record = await seed.run(EXPERIMENTS[name], manifests[name], source)
                 records.append(record)
                 if args.transcript:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -350,7 +350,7 @@ class SeedReplay:
 
         await self._until_empty(leftovers)
 
-    async def _until_empty(self, leftovers: Callable[[], Any]) -> None:
+    async def _until_empty(self, leftovers: Callable[[], Awaitable[list[str]]]) -> None:
         deadline = time.monotonic() + 60
         while left := await leftovers():
             self._cluster.check()

@@ -29,7 +29,7 @@ def test_the_normal_experiment_shows_kubectls_streams_and_succeeds(tmp_path: Pat
     lines = done.stdout.splitlines()
     phases = [line for line in lines if line.startswith("==> ")]
     assert any("starting the local cluster" in line for line in phases)
-    assert any(line.startswith("==> kubectl apply -f examples/seed/normal.yaml") for line in phases)
+    assert "==> kubectl apply -f - (examples/seed/normal.yaml with its sleeps divided by 10)" in phases
     assert phases[-1].startswith(
         "==> normal: TFJob Succeeded, PodGroup deleted, pods Completed: as in the transcript"
     )
