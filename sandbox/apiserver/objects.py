@@ -119,6 +119,17 @@ def prepare_create(state: ApiState, info: ResourceInfo, obj: JsonObj) -> list[st
     return []
 
 
+def default_after_admission(state: ApiState, info: ResourceInfo, obj: JsonObj) -> None:
+    """Defaults again on a webhook-patched object: kube-apiserver decodes (and so defaults) it anew."""
+    key = (info.storage_key.group, info.storage_key.resource)
+    if info.is_custom:
+        prepare_create(state, info, obj)
+    elif key == ("", "pods"):
+        defaults.default_pod_spec(obj.setdefault("spec", {}))
+    elif key == ("", "services"):
+        defaults.default_service(obj)
+
+
 def _allocate_cluster_ip(state: ApiState, service: JsonObj) -> None:
     spec = service["spec"]
     if spec.get("type") == "ExternalName":

@@ -163,10 +163,9 @@ async def create(
     _report_unknown(unknown, ctx)
     attrs = _attributes(info, "", namespace if info.namespaced else "", name, "CREATE", ctx, "CreateOptions")
     mutated = await state.admission.mutate(attrs, objects.served(info, obj), None, ctx.warnings)
-    if mutated is not None:
+    if mutated is not None and mutated != objects.served(info, obj):
         obj = _decode_storage(info, mutated)
-        if info.is_custom:
-            objects.prepare_create(state, info, obj)
+        objects.default_after_admission(state, info, obj)
     _raise_invalid(info, name, objects.validate(info, obj, None))
     await state.admission.validate(attrs, objects.served(info, obj), None, ctx.warnings)
     if state.storage.get(info.storage_key, namespace if info.namespaced else "", name) is not None:

@@ -465,3 +465,25 @@ async def test_validating_webhooks_see_the_mutated_object(api_client: ApiClient,
     finally:
         await admission.delete_mutating_webhook_configuration("m")
         await admission.delete_validating_webhook_configuration("v")
+
+
+async def test_containers_added_by_a_webhook_are_defaulted(api_client: ApiClient, webhook: Webhook) -> None:
+    admission = client.AdmissionregistrationV1Api(api_client)
+    core = client.CoreV1Api(api_client)
+    sidecar = {"name": "sidecar", "image": "busybox:latest"}
+    webhook.answers["/sidecar"] = allow([{"op": "add", "path": "/spec/containers/-", "value": sidecar}])
+    await admission.create_mutating_webhook_configuration(
+        mutating_configuration(
+            "sidecar", [pod_hook("sidecar.example.com", webhook.url("/sidecar"), webhook.ca_bundle)]
+        )
+    )
+    try:
+        created = await core.create_namespaced_pod("default", pod("with-sidecar"))
+        added = created.spec.containers[1]
+        assert added.name == "sidecar"
+        assert (
+            added.image_pull_policy == "Always" and added.termination_message_path == "/dev/termination-log"
+        )
+    finally:
+        await admission.delete_mutating_webhook_configuration("sidecar")
+        await core.delete_namespaced_pod("with-sidecar", "default")
