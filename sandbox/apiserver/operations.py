@@ -210,10 +210,14 @@ def get(state: ApiState, info: ResourceInfo, namespace: str, name: str) -> JsonO
 
 @dataclass(frozen=True)
 class ListResult:
-    items: list[JsonObj]
+    stored: list[JsonObj]
+    """The objects as stored: never to be changed; ``served`` gives the client's view."""
     resource_version: str
     continue_token: str
     remaining: int | None
+
+    def served(self, info: ResourceInfo) -> list[JsonObj]:
+        return [objects.served(info, obj) for obj in self.stored]
 
 
 def _encode_continue(revision: int, after: str) -> str:
@@ -249,7 +253,7 @@ def list_objects(
                 "the time the first chunk was returned and now may show up in the list."
             )
         revision = token_revision
-    items: list[JsonObj] = []
+    stored: list[JsonObj] = []
     next_token = ""
     remaining: int | None = None
     last_position = ""
@@ -261,13 +265,13 @@ def list_objects(
             continue
         if matches is not None and not matches(obj):
             continue
-        if limit and len(items) >= limit:
+        if limit and len(stored) >= limit:
             next_token = _encode_continue(revision, last_position)
             remaining = len(candidates) - index if matches is None else None
             break
-        items.append(objects.served(info, obj))
+        stored.append(obj)
         last_position = position
-    return ListResult(items, str(state.storage.revision), next_token, remaining)
+    return ListResult(stored, str(state.storage.revision), next_token, remaining)
 
 
 async def update(

@@ -92,6 +92,8 @@ class Storage:
         self._by_uid: dict[str, ObjectRef] = {}
         self._dependents: dict[str, set[ObjectRef]] = {}
         self.listeners: list[Callable[[StoredEvent], None]] = []
+        # id(object) -> (object, its JSON): only current objects, dropped when they are replaced.
+        self._encodings: dict[int, tuple[JsonObj, bytes]] = {}
 
     @property
     def oldest_watchable(self) -> int:
@@ -115,6 +117,15 @@ class Storage:
             bucket = buckets.get(namespace, {})
             return [bucket[name] for name in sorted(bucket)]
         return [buckets[ns][name] for ns in sorted(buckets) for name in sorted(buckets[ns])]
+
+    def encoded(self, obj: JsonObj) -> bytes:
+        """The JSON of a current stored object, encoded once per version."""
+        entry = self._encodings.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        data = json.dumps(obj, separators=(",", ":")).encode()
+        self._encodings[id(obj)] = (obj, data)
+        return data
 
     def count(self, key: StorageKey, namespace: str | None = None) -> int:
         buckets = self._objects.get(key, {})
@@ -149,6 +160,7 @@ class Storage:
         ref = ObjectRef(key, namespace, name)
         if previous is not None:
             self._unindex(previous, ref)
+            self._encodings.pop(id(previous), None)
         self._index(obj, ref)
         self._emit(StoredEvent(event_type, key, namespace, obj, previous, revision))
         return obj
@@ -162,6 +174,7 @@ class Storage:
             del self._objects[key][namespace]
         ref = ObjectRef(key, namespace, name)
         self._unindex(previous, ref)
+        self._encodings.pop(id(previous), None)
         revision = self.next_revision()
         # The DELETED event carries the object's last state with the deletion's resourceVersion.
         final = dict(previous)
