@@ -162,7 +162,11 @@ class Storage:
             self._unindex(previous, ref)
             self._encodings.pop(id(previous), None)
         self._index(obj, ref)
-        self._emit(StoredEvent(event_type, key, namespace, obj, previous, revision))
+        event = StoredEvent(event_type, key, namespace, obj, previous, revision)
+        if self._watchers.get(key):
+            # The object is current now: its one encoding serves this event and later lists alike.
+            event._encoded = b'{"type":"%s","object":%s}\n' % (event_type.encode(), self.encoded(obj))
+        self._emit(event)
         return obj
 
     def remove(self, key: StorageKey, namespace: str, name: str) -> JsonObj | None:
