@@ -1,7 +1,7 @@
 """`tfgang-controller`: reconcile TFJobs into Volcano PodGroups, pods and services.
 
-Exit codes: 0 after a graceful stop (SIGTERM/SIGINT), 1 when leadership was lost or a cache failed
-for good, 2 for bad flags or an unusable kubeconfig.
+Exit codes: 0 after a graceful stop (SIGTERM/SIGINT), 1 when leadership was lost or the ops port
+cannot be bound, 2 for bad flags or an unusable kubeconfig.
 """
 
 from __future__ import annotations
@@ -36,7 +36,13 @@ async def serve(config: ControllerConfig, stop: asyncio.Event) -> int:
     ops = OpsServer(controller.metrics.registry, host=config.ops_host, port=config.ops_port)
     ops.add_readiness_check("caches-synced", lambda: controller.ready)
     try:
-        await ops.start()
+        try:
+            await ops.start()
+        except OSError as exc:
+            logger.error(
+                "cannot serve /healthz, /readyz, /metrics on %s:%d: %s", config.ops_host, config.ops_port, exc
+            )
+            return 1
         logger.info("ops server on %s", ops.url)
         await controller.run(stop)
     except LeadershipLost as exc:

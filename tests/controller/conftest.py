@@ -1,4 +1,4 @@
-"""A sandbox API server for the controller's component tests (one per test module)."""
+"""A sandbox API server for the controller's component tests (one for the session)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kube.api import KubeApi
 from kube.client import make_api_client
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def apiserver() -> Iterator[Any]:
     from sandbox.testing import start_apiserver
 
