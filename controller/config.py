@@ -114,7 +114,13 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     add("kube-api-qps", "20", "sustained API requests per second", type=_positive_float)
     add("kube-api-burst", "30", "API request burst", type=_positive_int)
     add("workers", "4", "jobs reconciled concurrently", type=_positive_int)
-    add("log-level", "INFO", "DEBUG, INFO, WARNING or ERROR", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add(
+        "log-level",
+        "INFO",
+        "DEBUG, INFO, WARNING or ERROR",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+    )
     return parser
 
 

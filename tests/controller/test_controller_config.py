@@ -66,3 +66,7 @@ def test_bad_values_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixt
 def test_bad_boolean_in_environment_is_a_usage_error() -> None:
     with pytest.raises(SystemExit):
         parse_config([], environ={"TFGANG_LEADER_ELECT": "maybe"})
+
+
+def test_log_level_is_case_insensitive() -> None:
+    assert parse_config([], environ={"TFGANG_LOG_LEVEL": "debug"}).log_level == "DEBUG"
