@@ -137,6 +137,10 @@ async def test_two_controllers_only_the_leader_acts_and_the_follower_takes_over(
         assert lease["spec"]["holderIdentity"] == follower
         assert {r.user for r in controller_writes(apiserver, follower, ns)} == {follower}
         assert len(controller_writes(apiserver, leader, ns)) == leader_writes, "the dead leader wrote nothing"
+        survivor = process_b if leader == "replica-a" else process_a
+    assert survivor.returncode == 0, "a leader stops gracefully on SIGTERM"
+    lease = await cluster.api.get(LEASES, "tfgang", ns)
+    assert not lease["spec"].get("holderIdentity"), "and releases its Lease for the next replica"
 
 
 async def test_a_compacted_watch_history_is_relisted_and_the_job_completes(
