@@ -218,15 +218,21 @@ def section(args: argparse.Namespace, results: dict[str, Any]) -> str:
     return "\n".join(
         [
             MARK_BEGIN,
-            "## Sandbox API server",
+            "## Sandbox API server (`bench/apiserver.py`)",
             "",
             f"`python bench/apiserver.py` on {platform.machine()} with {os.cpu_count()} cores, "
-            f"Python {platform.python_version()}; the server (`tfgang-sandbox up --api-only`) and the "
-            "aiohttp client are separate processes talking HTTPS over loopback.",
+            f"Python {platform.python_version()}, measured {r['started']} with a load average of "
+            f"{r['load_before']:.1f} before and {r['load_after']:.1f} after (other work shared the "
+            "machine). The server (`tfgang-sandbox up --api-only`) and the aiohttp client are separate "
+            "processes talking HTTPS over loopback.",
             "",
             "| measure | result |",
             "|---|---|",
             *(f"| {measure} | {result} |" for measure, result in rows),
+            "",
+            "Stored objects are never changed in place, so each object version is encoded to JSON once "
+            "and that encoding serves every list and every watch event. Watch fan-out is bound by one "
+            "TLS write per watch per event on the server's single event loop.",
             "",
             MARK_END,
         ]
@@ -253,11 +259,14 @@ def main() -> int:
     parser.add_argument("--updates", type=int, default=1_000)
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     with (
         tempfile.TemporaryDirectory(prefix="bench-apiserver-") as directory,
         running_server(directory) as server,
     ):
         results = asyncio.run(run(args, server))
+    results.update(started=started, load_before=load_before, load_after=os.getloadavg()[0])
     text = section(args, results)
     print(text)
     if not args.no_write:
