@@ -95,6 +95,34 @@ async def test_d2_d5_recreations_count_toward_backoff_limit_and_restarting_clear
         assert second_uid != first_uid
 
 
+async def test_d5_a_permanent_failure_fails_the_job_even_while_it_is_restarting(
+    cluster: Cluster, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    job = simple_job("sticky", ns, restart_policy="ExitCode")
+    async with (
+        running_controller(controller_kubeconfig, controller_config(namespace=ns)),
+        cluster.reaping_terminating_pods(),
+    ):
+        await cluster.create_job(job)
+        (name,) = await admit_and_wait_for_pods(cluster, "sticky", 1)
+        first_uid = (await cluster.pods("sticky"))[name]["metadata"]["uid"]
+        await cluster.set_pod(name, "Failed", container_status("terminated", exit_code=137))
+        await wait_for_state(cluster, "sticky", "Restarting")
+
+        async def recreated() -> bool:
+            pod = (await cluster.pods("sticky")).get(name)
+            return bool(pod and pod["metadata"]["uid"] != first_uid)
+
+        await eventually(recreated, what="the pod recreated")
+        # Still Restarting (the new pod never ran) when it exits 1: permanent under ExitCode (D9).
+        await cluster.set_pod(name, "Failed", container_status("terminated", exit_code=1))
+        failed = await wait_for_state(cluster, "sticky", "Failed")
+        assert condition(failed, "Failed")["message"] == (  # type: ignore[index]
+            'job "sticky" is failing because "Worker" replica(s) failed.'
+        )
+
+
 async def test_d4_a_pod_deleted_by_someone_else_is_recreated_not_failed(
     cluster: Cluster, controller_kubeconfig: str
 ) -> None:
