@@ -15,6 +15,7 @@ import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
+from sandbox.apiserver.admission import ServiceRoute
 from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.apiserver.requestlog import RequestRecord
 from sandbox.apiserver.server import ApiServer
@@ -86,7 +87,6 @@ class ApiServerHandle:
 
     def route_service(self, namespace: str, name: str, port: int, host: str = "127.0.0.1") -> None:
         """Send webhook calls for Service ``namespace/name`` to ``host:port`` (no cluster network here)."""
-        from sandbox.apiserver.admission import ServiceRoute
 
         def route() -> None:
             self._server.state.admission.service_routes[(namespace, name)] = ServiceRoute(host, port)

@@ -17,7 +17,7 @@ from typing import Any
 
 from sandbox.apiserver import objects
 from sandbox.apiserver.auth import UserInfo
-from sandbox.apiserver.operations import RequestContext, _attributes, update
+from sandbox.apiserver.operations import RequestContext, admission_attributes, update
 from sandbox.apiserver.registry import ResourceInfo, StorageKey
 from sandbox.apiserver.state import ApiState, timestamp
 from sandbox.apiserver.status import ApiError, bad_request, conflict, forbidden, not_found, success_body
@@ -145,7 +145,7 @@ class Deleter:
             )
         if info.storage_key == NAMESPACES and name in PROTECTED_NAMESPACES:
             raise forbidden("namespaces", "", name, "this namespace may not be deleted")
-        attrs = _attributes(info, "", namespace, name, "DELETE", ctx, "DeleteOptions")
+        attrs = admission_attributes(info, "", namespace, name, "DELETE", ctx, "DeleteOptions")
         served_old = objects.served(info, existing)
         await self.state.admission.mutate(attrs, None, served_old, ctx.warnings)
         await self.state.admission.validate(attrs, None, served_old, ctx.warnings)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import yaml
 from aiohttp import web
 
 from sandbox.apiserver import discovery, operations, selectors, tables
@@ -242,17 +243,14 @@ class RestHandler:
     async def _json_body(self, request: web.Request) -> Any:
         content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
         if content_type not in ("application/json", "application/yaml", ""):
-            raise unsupported_media_type(
-                content_type, ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
-            )
+            # kube-apiserver also takes protobuf (and CBOR); the sandbox speaks JSON and YAML only.
+            raise unsupported_media_type(["application/json", "application/yaml"])
         raw = await request.read()
         try:
             if content_type == "application/yaml":
-                import yaml
-
                 return yaml.safe_load(raw.decode())
             return json.loads(raw or b"null")
-        except ValueError as exc:
+        except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
 
     async def _optional_json_body(self, request: web.Request) -> Any:

@@ -309,7 +309,7 @@ def _validate_crd(crd: JsonObj) -> list[Cause]:
     return []
 
 
-def carry_over_for_comparison(obj: JsonObj) -> JsonObj:
+def comparable(obj: JsonObj) -> JsonObj:
     """The object without fields every write changes, to spot no-op updates."""
     comparable = copy.copy(obj)
     meta = dict(comparable.get("metadata") or {})

@@ -52,7 +52,7 @@ class RequestContext:
     warnings: list[str] = field(default_factory=list)
 
 
-def _attributes(
+def admission_attributes(
     info: ResourceInfo,
     subresource: str,
     namespace: str,
@@ -161,7 +161,9 @@ async def create(
         _raise_invalid(info, name, objects.validate(info, obj, None)[:1])
     unknown = objects.prepare_create(state, info, obj)
     _report_unknown(unknown, ctx)
-    attrs = _attributes(info, "", namespace if info.namespaced else "", name, "CREATE", ctx, "CreateOptions")
+    attrs = admission_attributes(
+        info, "", namespace if info.namespaced else "", name, "CREATE", ctx, "CreateOptions"
+    )
     mutated = await state.admission.mutate(attrs, objects.served(info, obj), None, ctx.warnings)
     if mutated is not None and mutated != objects.served(info, obj):
         obj = _decode_storage(info, mutated)
@@ -321,7 +323,7 @@ async def update(
     old = objects.clone(existing)
     unknown = objects.prepare_update(state, info, subresource, obj, existing)
     _report_unknown(unknown, ctx)
-    attrs = _attributes(info, subresource, namespace, name, "UPDATE", ctx, "UpdateOptions")
+    attrs = admission_attributes(info, subresource, namespace, name, "UPDATE", ctx, "UpdateOptions")
     mutated = await state.admission.mutate(
         attrs, objects.served(info, obj), objects.served(info, old), ctx.warnings
     )
@@ -335,7 +337,7 @@ async def update(
         raise not_found(info.resource, info.group, name)
     if str(current["metadata"].get("resourceVersion")) != based_on:
         raise conflict(info.resource, info.group, name, OBJECT_MODIFIED)
-    if objects.carry_over_for_comparison(obj) == objects.carry_over_for_comparison(existing):
+    if objects.comparable(obj) == objects.comparable(existing):
         return objects.served(info, existing), False
     if ctx.dry_run:
         obj["metadata"]["resourceVersion"] = based_on

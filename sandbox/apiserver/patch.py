@@ -53,7 +53,7 @@ def patch_type_of(content_type: str, custom: bool) -> PatchType:
     for patch_type in allowed:
         if patch_type.value == media:
             return patch_type
-    raise unsupported_media_type(media, [t.value for t in allowed])
+    raise unsupported_media_type([t.value for t in allowed])
 
 
 def decode_patch(patch_type: PatchType, body: bytes) -> Any:

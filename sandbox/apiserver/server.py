@@ -12,6 +12,7 @@ from aiohttp import web
 
 from sandbox.apiserver import openapi, operations
 from sandbox.apiserver.auth import ADMIN_GROUPS, ADMIN_USER, UserInfo
+from sandbox.apiserver.discovery import version_info
 from sandbox.apiserver.gc import Deleter
 from sandbox.apiserver.handlers import USER_KEY, RestHandler, error_response, json_response, parse_path
 from sandbox.apiserver.registry import StorageKey
@@ -93,8 +94,6 @@ def build_app(state: ApiState, deleter: Deleter) -> web.Application:
             _log_request(state, request, code)
 
     async def version(_request: web.Request) -> web.StreamResponse:
-        from sandbox.apiserver.discovery import version_info
-
         return json_response(version_info())
 
     async def health(_request: web.Request) -> web.StreamResponse:

@@ -127,7 +127,7 @@ def method_not_allowed(
     return ApiError(405, "MethodNotAllowed", message, {})
 
 
-def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
+def unsupported_media_type(accepted: list[str]) -> ApiError:
     return ApiError(
         415,
         "UnsupportedMediaType",
