@@ -1,4 +1,4 @@
-"""One scenario per design decision the controller carries out (D1-D7, D10, D14, D15), and D16 at
+"""One scenario per design decision the controller carries out (D1-D7, D10, D11, D14, D15), and D16 at
 admission through the registered webhook.
 
 D3 (backoff failure deletes every pod and service) and D7 (PS keep running after success) are the
@@ -16,7 +16,7 @@ import pytest
 from controller.resources import TFJOBS
 from kube.errors import ApiError
 from kube.patches import PatchType
-from kube.resources import PODS
+from kube.resources import PODS, PRIORITY_CLASSES
 
 from .cluster import (
     Cluster,
@@ -260,3 +260,32 @@ async def test_d16_an_invalid_tfjob_is_rejected_at_admission_and_never_reaches_t
         assert rejected.value.status in (400, 403, 422)
         assert "restartPolicy" in rejected.value.message
         assert await cluster.podgroup("bad") is None
+
+
+async def test_d11_podgroup_min_resources_follow_the_priority_classes_really_looked_up(
+    cluster: Cluster, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    high, low = f"{ns}-high", f"{ns}-low"
+    for name, value in ((high, 1000), (low, 10)):
+        await cluster.api.create(
+            PRIORITY_CLASSES,
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
+        )
+    job = simple_job("ranked", ns, workers=1, ps=1, run_policy={"schedulingPolicy": {"minAvailable": 1}})
+    specs = job["spec"]["tfReplicaSpecs"]
+    specs["Worker"]["template"]["spec"]["priorityClassName"] = high
+    specs["Worker"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
+    specs["PS"]["template"]["spec"]["priorityClassName"] = low
+    specs["PS"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
+        await cluster.create_job(job)
+        podgroup = await eventually(lambda: cluster.podgroup("ranked"), what="the PodGroup")
+        # The fixed order alone would take the PS (1 CPU); its lower priority puts the Worker first.
+        assert podgroup["spec"]["minMember"] == 1
+        assert podgroup["spec"]["minResources"] == {"cpu": "2"}
