@@ -11,7 +11,7 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from sandbox.apiserver import discovery, operations, selectors, tables
+from sandbox.apiserver import discovery, operations, protobuf, selectors, tables
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.gc import Deleter, parse_delete_options
 from sandbox.apiserver.operations import RequestContext
@@ -242,8 +242,10 @@ class RestHandler:
 
     async def _json_body(self, request: web.Request) -> Any:
         content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+        if content_type == protobuf.PROTOBUF:
+            return protobuf.decode_body(await request.read())
         if content_type not in ("application/json", "application/yaml", ""):
-            # kube-apiserver also takes protobuf (and CBOR); the sandbox speaks JSON and YAML only.
+            # kube-apiserver also takes CBOR; the sandbox speaks JSON, YAML and the protobuf of a few kinds.
             raise unsupported_media_type(["application/json", "application/yaml"])
         raw = await request.read()
         try:

@@ -116,6 +116,8 @@ def prepare_create(state: ApiState, info: ResourceInfo, obj: JsonObj) -> list[st
         defaults.default_deployment(obj)
     elif key == ("", "events"):
         obj.setdefault("involvedObject", {})
+    elif key == ("", "secrets") and not obj.get("type"):
+        obj["type"] = "Opaque"
     return []
 
 

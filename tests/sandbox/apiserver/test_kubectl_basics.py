@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import yaml
 
 from sandbox.testing import ApiServerHandle
@@ -40,3 +43,19 @@ def test_unauthenticated_calls_get_401(api: ApiServerHandle, kubectl: Kubectl) -
     result = stranger.run("--token", "wrong", "get", "pods", check=False)
     assert result.returncode != 0
     assert "Unauthorized" in result.stderr
+
+
+def test_kubectl_create_generators_send_protobuf_the_sandbox_decodes(kubectl: Kubectl) -> None:
+    kubectl.run("create", "namespace", "generated")
+    kubectl.run("-n", "generated", "create", "configmap", "settings", "--from-literal=mode=fast")
+    kubectl.run("-n", "generated", "create", "secret", "generic", "token", "--from-literal=key=s3cret")
+    kubectl.run("-n", "generated", "create", "serviceaccount", "runner")
+    configmap = json.loads(kubectl.run("-n", "generated", "get", "cm", "settings", "-o", "json").stdout)
+    assert configmap["data"] == {"mode": "fast"}
+    secret = json.loads(kubectl.run("-n", "generated", "get", "secret", "token", "-o", "json").stdout)
+    assert secret["type"] == "Opaque" and base64.b64decode(secret["data"]["key"]) == b"s3cret"
+    accounts = kubectl.run("-n", "generated", "get", "sa", "-o", "name").stdout.split()
+    assert accounts == ["serviceaccount/default", "serviceaccount/runner"]
+    refused = kubectl.run("create", "deployment", "web", "--image=busybox", check=False)
+    assert refused.returncode != 0 and "unknown format" in refused.stderr
+    kubectl.run("delete", "namespace", "generated", "--wait=false")
