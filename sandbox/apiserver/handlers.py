@@ -17,6 +17,7 @@ from sandbox.apiserver.gc import Deleter, parse_delete_options
 from sandbox.apiserver.operations import RequestContext
 from sandbox.apiserver.podsubresources import bind_pod, pod_log
 from sandbox.apiserver.registry import ResourceInfo, StorageKey
+from sandbox.apiserver.requestlog import RequestRecord, kubernetes_verb
 from sandbox.apiserver.state import ApiState
 from sandbox.apiserver.status import (
     ApiError,
@@ -35,6 +36,8 @@ PODS = StorageKey("", "pods")
 NODES = StorageKey("", "nodes")
 TABLE_MARKER = "as=table"
 USER_KEY = web.RequestKey("sandbox-user", UserInfo)
+# Set once a long-running call (a watch) is in the request log, so it appears while it runs.
+LOGGED_KEY = web.RequestKey("sandbox-logged", bool)
 ANONYMOUS = UserInfo("system:anonymous", ("system:unauthenticated",))
 JSON_CONTENT_TYPES = ("application/json", "*/*", "")
 
@@ -77,6 +80,28 @@ def parse_path(path: str) -> ResourcePath | None:
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
     return ResourcePath(group, version, namespace, resource, name, subresource, legacy_watch)
+
+
+def log_request(state: ApiState, request: web.Request, code: int) -> None:
+    """Add the request log's record of one API call (not discovery, health or OpenAPI)."""
+    path = parse_path(request.path)
+    if path is None:
+        return
+    watch = path.legacy_watch or request.query.get("watch", "").lower() in ("true", "1")
+    user = request.get(USER_KEY)
+    state.request_log.add(
+        RequestRecord(
+            verb=kubernetes_verb(request.method, bool(path.name), watch),
+            group=path.group,
+            version=path.version,
+            resource=path.resource,
+            subresource=path.subresource,
+            namespace=path.namespace or "",
+            name=path.name,
+            user=user.username if user else "",
+            code=code,
+        )
+    )
 
 
 def json_response(
@@ -354,6 +379,8 @@ class RestHandler:
         response.content_type = "application/json"
         response.enable_chunked_encoding()
         await response.prepare(request)
+        log_request(self.state, request, response.status)
+        request[LOGGED_KEY] = True
         stream = WatchStream(self.state, watch_request, response.write)
         try:
             await stream.run()

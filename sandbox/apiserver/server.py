@@ -14,9 +14,15 @@ from sandbox.apiserver import openapi, operations
 from sandbox.apiserver.auth import ADMIN_GROUPS, ADMIN_USER, UserInfo
 from sandbox.apiserver.discovery import version_info
 from sandbox.apiserver.gc import Deleter
-from sandbox.apiserver.handlers import USER_KEY, RestHandler, error_response, json_response, parse_path
+from sandbox.apiserver.handlers import (
+    LOGGED_KEY,
+    USER_KEY,
+    RestHandler,
+    error_response,
+    json_response,
+    log_request,
+)
 from sandbox.apiserver.registry import StorageKey
-from sandbox.apiserver.requestlog import RequestRecord, kubernetes_verb
 from sandbox.apiserver.state import ApiState
 from sandbox.apiserver.status import ApiError, internal_error, unauthorized
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
@@ -45,27 +51,6 @@ SYSTEM_PRIORITY_CLASSES = (
 )
 
 
-def _log_request(state: ApiState, request: web.Request, code: int) -> None:
-    path = parse_path(request.path)
-    if path is None:
-        return
-    watch = path.legacy_watch or request.query.get("watch", "").lower() in ("true", "1")
-    user = request.get(USER_KEY)
-    state.request_log.add(
-        RequestRecord(
-            verb=kubernetes_verb(request.method, bool(path.name), watch),
-            group=path.group,
-            version=path.version,
-            resource=path.resource,
-            subresource=path.subresource,
-            namespace=path.namespace or "",
-            name=path.name,
-            user=user.username if user else "",
-            code=code,
-        )
-    )
-
-
 def build_app(state: ApiState, deleter: Deleter) -> web.Application:
     rest = RestHandler(state, deleter)
 
@@ -91,7 +76,8 @@ def build_app(state: ApiState, deleter: Deleter) -> web.Application:
             code = 500
             return error_response(internal_error(str(exc)))
         finally:
-            _log_request(state, request, code)
+            if not request.get(LOGGED_KEY):
+                log_request(state, request, code)
 
     async def version(_request: web.Request) -> web.StreamResponse:
         return json_response(version_info())

@@ -311,3 +311,31 @@ async def test_dry_run_does_not_store(api_client: ApiClient) -> None:
     with pytest.raises(ApiException) as missing:
         await core.read_namespaced_pod("dry", "default")
     assert missing.value.status == 404
+
+
+async def test_open_watches_are_in_the_request_log_while_they_run(
+    api: ApiServerHandle, api_client: ApiClient
+) -> None:
+    core = client.CoreV1Api(api_client)
+    api.clear_request_log()
+    stream = watch.Watch()
+
+    async def consume() -> None:
+        async for _event in stream.stream(
+            core.list_namespaced_service_account, "kube-system", timeout_seconds=5
+        ):
+            pass
+
+    consumer = asyncio.create_task(consume())
+    try:
+        for _attempt in range(50):
+            records = [r for r in await asyncio.to_thread(api.request_log) if r.resource == "serviceaccounts"]
+            if records:
+                break
+            await asyncio.sleep(0.05)
+        assert [(r.verb, r.namespace, r.code, r.user) for r in records] == [
+            ("watch", "kube-system", 200, "sandbox-admin")
+        ]
+    finally:
+        stream.stop()
+        consumer.cancel()
