@@ -26,6 +26,11 @@ from tests.sandbox.demo.fidelity import (
 TRANSCRIPT, TF_CONFIG = parse_transcript()
 
 
+def shown(record: ExperimentRecord, stream: str) -> str:
+    """What kubectl printed for ``stream``, to explain a failure."""
+    return f"kubectl get {stream} -owide -w showed:\n" + "\n".join(record.streams[stream])
+
+
 class SeedFidelityChecks:
     @pytest.mark.parametrize("experiment", EXPERIMENT_ORDER)
     def test_experiment_ends_in_the_transcripts_final_state(
@@ -40,7 +45,8 @@ class SeedFidelityChecks:
         self, replays: dict[str, ExperimentRecord], experiment: str
     ) -> None:
         observed = tfjob_states(replays[experiment].streams["tfjob"])
-        assert observed == tfjob_states(TRANSCRIPT[experiment].streams["tfjob"])
+        expected = tfjob_states(TRANSCRIPT[experiment].streams["tfjob"])
+        assert observed == expected, shown(replays[experiment], "tfjob")
 
     @pytest.mark.parametrize("experiment", EXPERIMENT_ORDER)
     def test_podgroup_states_are_the_transcripts(
@@ -51,7 +57,7 @@ class SeedFidelityChecks:
         problems = compare_podgroup(observed, expected)
         if problems and (reason := known_podgroup_divergence(experiment, observed, expected)):
             pytest.xfail(reason)
-        assert problems == []
+        assert problems == [], shown(replays[experiment], "podgroup")
 
     @pytest.mark.parametrize("experiment", EXPERIMENT_ORDER)
     def test_pod_states_are_the_transcripts(
@@ -59,7 +65,7 @@ class SeedFidelityChecks:
     ) -> None:
         observed = pod_states(replays[experiment].streams["po"])
         expected = pod_states(TRANSCRIPT[experiment].streams["po"])
-        assert sorted(observed) == sorted(expected)
+        assert sorted(observed) == sorted(expected), shown(replays[experiment], "po")
         problems: list[str] = []
         divergences: list[str] = []
         for name in sorted(expected):
@@ -68,7 +74,7 @@ class SeedFidelityChecks:
             (divergences if reason else problems).extend(
                 f"{diff} ({reason})" if reason else diff for diff in differences
             )
-        assert problems == []
+        assert problems == [], shown(replays[experiment], "po")
         if divergences:
             pytest.xfail("; ".join(divergences))
 
