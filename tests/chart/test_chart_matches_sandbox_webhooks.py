@@ -38,10 +38,8 @@ def _without_client_config(webhook: dict[str, Any]) -> dict[str, Any]:
 def test_sandbox_registers_the_charts_webhooks_field_for_field(namespace: str) -> None:
     chart = _chart_configurations(namespace)
     sandbox = _sandbox_configurations(namespace)
-    assert sorted(chart) == sorted(sandbox) == [
-        "MutatingWebhookConfiguration",
-        "ValidatingWebhookConfiguration",
-    ]
+    kinds = ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+    assert sorted(chart) == sorted(sandbox) == kinds
     for kind, chart_config in chart.items():
         sandbox_config = sandbox[kind]
         assert sandbox_config["apiVersion"] == chart_config["apiVersion"]
