@@ -33,12 +33,9 @@ PODS = StorageKey("", "pods")
 SERVICES = StorageKey("", "services")
 NAMESPACES = StorageKey("", "namespaces")
 RETURN_DELETED_OBJECT = frozenset(
-    {
-        PODS,
-        SERVICES,
-        StorageKey("apiextensions.k8s.io", "customresourcedefinitions"),
-    }
+    {PODS, SERVICES, StorageKey("apiextensions.k8s.io", "customresourcedefinitions")}
 )
+CRDS = StorageKey("apiextensions.k8s.io", "customresourcedefinitions")
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 GC_USER = UserInfo(
     "system:serviceaccount:kube-system:generic-garbage-collector",
@@ -264,10 +261,21 @@ class Deleter:
             cluster_ip = (event.object.get("spec") or {}).get("clusterIP")
             if cluster_ip and cluster_ip != "None":
                 self.state.cluster_ips.release(str(cluster_ip))
+        if event.key == CRDS:
+            self._spawn(self._remove_custom_resources(event.object))
         if uid and self.state.storage.dependents_of(uid):
             self._spawn(self._collect(uid))
         for owner in meta.get("ownerReferences") or []:
             self._spawn(self._release_foreground_owner(str(owner.get("uid", ""))))
+
+    async def _remove_custom_resources(self, crd: JsonObj) -> None:
+        """A deleted CRD takes its objects with it and its resource leaves discovery."""
+        spec = crd.get("spec") or {}
+        key = StorageKey(str(spec.get("group", "")), str((spec.get("names") or {}).get("plural", "")))
+        self.state.registry.remove_crd(str((crd.get("metadata") or {}).get("name", "")))
+        for obj in self.state.storage.list_in(key, None):
+            meta = obj.get("metadata") or {}
+            self.state.storage.remove(key, str(meta.get("namespace") or ""), str(meta.get("name", "")))
 
     async def _delete_quietly(
         self, info: ResourceInfo, obj: JsonObj, propagation: str, user: UserInfo

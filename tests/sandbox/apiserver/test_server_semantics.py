@@ -137,3 +137,41 @@ async def test_services_get_cluster_ips_and_headless_stays_headless(api_client: 
     assert headless.spec.cluster_ip == "None" and headless.spec.type == "ClusterIP"
     for name in ("normal", "headless"):
         await core.delete_namespaced_service(name, "default")
+
+
+def test_deleting_a_crd_removes_its_objects_and_resource(kubectl: Kubectl) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(crd))
+    kubectl.run(
+        "apply",
+        "-f",
+        "-",
+        stdin=json.dumps(
+            {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "size": 3}
+        ),
+    )
+    assert kubectl.run("get", "widgets", "-o", "name").stdout.split() == ["widget.example.com/w"]
+    kubectl.run("delete", "crd", "widgets.example.com")
+    gone = kubectl.run("get", "widgets", check=False)
+    assert gone.returncode != 0
+    # kubectl still knows the resource from its discovery cache; the server no longer serves it
+    assert "the server could not find the requested resource" in gone.stderr
