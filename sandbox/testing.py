@@ -68,6 +68,7 @@ class ApiServerHandle:
         return token, path
 
     def request_log(self) -> list[RequestRecord]:
+        """Every API call so far, oldest first (a watch is recorded when its stream opens)."""
         records: list[RequestRecord] = self._run_sync(self._server.state.request_log.records)
         return records
 
@@ -75,10 +76,12 @@ class ApiServerHandle:
         self._run_sync(self._server.state.request_log.clear)
 
     def compact(self) -> None:
-        """Drop the watch history: watches from any older resourceVersion now get 410 Gone."""
+        """Drop the watch history: watches from any older resourceVersion get 410 Gone, and open
+        watches end with a 410 ERROR event, so their clients must relist."""
         self._run_sync(self._server.state.storage.compact)
 
     def install_crd_file(self, path: str) -> None:
+        """Create or replace the CRD(s) in a YAML file; their resources are served at once."""
         self.call(self._server.install_file(path))
 
     def apply_file(self, path: str) -> None:
@@ -107,6 +110,11 @@ def start_apiserver(
     install_tfjob_crd: bool = True,
     tfjob_crd: str | None = None,
 ) -> Iterator[ApiServerHandle]:
+    """A fresh API server on 127.0.0.1 (``port`` 0 picks a free one) for the ``with`` block.
+
+    The Volcano PodGroup and Queue CRDs and the chart's TFJob CRD (``tfjob_crd`` overrides its path;
+    skipped when the file does not exist) are installed first unless turned off.
+    """
     loop = asyncio.new_event_loop()
     ready = threading.Event()
 
