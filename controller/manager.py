@@ -162,6 +162,8 @@ class Controller:
     async def _drain(self, main: asyncio.Task[None]) -> None:
         self._stopping = True
         self.queue.shutdown()
+        if not self._leading:
+            return  # still syncing or campaigning: nothing in flight to wait for
         with contextlib.suppress(TimeoutError, asyncio.CancelledError, ShutDown, LeadershipLost):
             async with asyncio.timeout(DRAIN_SECONDS):
                 await main
