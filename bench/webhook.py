@@ -569,12 +569,15 @@ async def run(args: argparse.Namespace) -> Result:
             # Best of several rounds: on a shared machine, the round least disturbed by other work.
             best: tuple[float, float, list[float]] | None = None
             for _ in range(args.rounds):
-                cpu_before = cpu_seconds(process.pid)
+                cpu_before, client_before = cpu_seconds(process.pid), time.process_time()
                 count, latencies = await closed_loop(port, context, bodies, args.connections, args.seconds)
                 cpu_per_admission = (cpu_seconds(process.pid) - cpu_before) / count
+                client_busy = (time.process_time() - client_before) / args.seconds
                 throughput = count / args.seconds
                 print(
-                    f"closed loop: {throughput:.0f}/s, {cpu_per_admission * 1e6:.0f} us CPU each", flush=True
+                    f"closed loop: {throughput:.0f}/s, webhook {cpu_per_admission * 1e6:.0f} us CPU each, "
+                    f"webhook busy {throughput * cpu_per_admission:.0%}, client busy {client_busy:.0%}",
+                    flush=True,
                 )
                 if best is None or throughput > best[0]:
                     best = (throughput, cpu_per_admission, latencies)

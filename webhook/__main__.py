@@ -8,7 +8,8 @@ import datetime
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -101,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = parse_config(argv)
     configure_json_logging(config.log_level)
     try:
-        asyncio.run(_run(config))
+        _event_loop_runner()(_run(config))
     except ConfigError as exc:
         logger.error("cannot start: %s", exc)
         return 1
@@ -111,9 +112,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _event_loop_runner() -> Callable[[Coroutine[Any, Any, None]], None]:
+    """uvloop where it is installed: its event loop and its compiled TLS transport cut the CPU
+    per admission by about a seventh (``bench/webhook.py``); plain asyncio otherwise."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run
+    return uvloop.run
+
+
 async def _run(config: WebhookConfig) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    logger.info("starting on %s.%s", type(loop).__module__, type(loop).__name__)
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
