@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.apiserver import conversion, objects
+from sandbox.apiserver import conversion, objects, shapes
 from sandbox.apiserver.admission import AdmissionAttributes
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.patch import PatchType, apply_patch, decode_patch, patch_type_of
@@ -104,8 +104,7 @@ def _decode_storage(info: ResourceInfo, body: Any, private: bool = False) -> Jso
     stored = conversion.to_storage(info.group, info.resource, body if private else objects.clone(body))
     stored["apiVersion"] = info.api_version if info.storage is None else "v1"
     stored["kind"] = info.kind
-    if not isinstance(stored.get("metadata", {}), dict):
-        raise bad_request("metadata must be an object")
+    shapes.check_shape(info, stored)
     return stored
 
 
