@@ -119,6 +119,8 @@ class ExperimentRecord:
     reached: bool
     missing: list[str]
     seconds: float
+    arrivals: dict[str, list[float]]
+    """Per watch, the seconds since the apply at which each of its data lines (no header) arrived."""
 
 
 def _job_identity(manifest: str) -> tuple[str, str]:
@@ -243,6 +245,9 @@ class SeedReplay:
             streams={
                 resource: [stream.header, *(line.text for line in stream.lines)]
                 for resource, stream in streams.items()
+            },
+            arrivals={
+                resource: [line.at - started for line in stream.lines] for resource, stream in streams.items()
             },
             environment=environment,
             reached=not missing,

@@ -15,9 +15,11 @@ from tests.sandbox.demo.fidelity import (
     distinct,
     known_pod_divergence,
     known_podgroup_divergence,
+    lines_before,
     parse_transcript,
     pod_states,
     podgroup_states,
+    teardown_started,
     tfjob_states,
     turning_points,
 )
@@ -102,17 +104,35 @@ def test_known_divergences_are_recognised_by_their_exact_shape() -> None:
         known_pod_divergence("worker-failure", [*expected[:-1], ("Completed", 1, "las1")], expected) is None
     )
     podgroup = [("", 4, 0), ("Inqueue", 4, 0), ("Running", 4, 0), ("Running", 4, 4), ("Running", 4, 2)]
-    pending = [*podgroup, ("Pending", 4, 0)]
-    none_running = [*podgroup, ("Running", 4, 0)]
-    both = [*podgroup, ("Running", 4, 0), ("Pending", 4, 0)]
-    for torn_down in (pending, none_running, both):
+    for torn_down in (
+        [*podgroup, ("Pending", 4, 0)],
+        [*podgroup, ("Unknown", 4, 1)],
+        [*podgroup, ("Running", 4, 1)],
+    ):
         assert (
-            known_podgroup_divergence("worker-failure", torn_down, podgroup) == PODGROUP_SEEN_DURING_TEARDOWN
+            known_podgroup_divergence("worker-failure", torn_down, podgroup, podgroup)
+            == PODGROUP_SEEN_DURING_TEARDOWN
         )
-        assert known_podgroup_divergence("normal", torn_down, podgroup) is None
-    assert known_podgroup_divergence("worker-failure", [*podgroup[:3], ("Pending", 4, 0)], podgroup) is None
-    rose_again = [*podgroup, ("Running", 4, 4), ("Running", 4, 0)]
-    assert known_podgroup_divergence("worker-failure", rose_again, podgroup) is None
+        assert known_podgroup_divergence("normal", torn_down, podgroup, podgroup) is None
+    wrong_before = [*podgroup[:3], ("Running", 4, 1)]
+    assert (
+        known_podgroup_divergence(
+            "worker-failure", [*wrong_before, ("Pending", 4, 0)], wrong_before, podgroup
+        )
+        is None
+    )
+    assert known_podgroup_divergence("worker-failure", podgroup, podgroup, podgroup) is None
+
+
+def test_teardown_starts_with_the_first_terminating_pod() -> None:
+    lines = [
+        "tftest-ps-0 1/1 Running 1 (0s ago) 7s 10.0.0.1 las1 <none> <none>",
+        "tftest-ps-0 1/1 Terminating 1 (2s ago) 9s 10.0.0.1 las1 <none> <none>",
+        "tftest-ps-0 0/1 Error 1 (2s ago) 9s 10.0.0.1 las1 <none> <none>",
+    ]
+    assert teardown_started(lines, [7.0, 9.0, 9.1]) == 9.0
+    assert teardown_started(lines[:1], [7.0]) is None
+    assert lines_before(["a", "b", "c"], [1.0, 2.0, 3.0], 2.5) == ["a", "b"]
 
 
 def test_shortened_manifests_divide_every_sleep_and_keep_the_rest() -> None:
