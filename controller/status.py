@@ -64,5 +64,9 @@ class StatusWriter:
         )
         self._metrics.api_writes.labels(resource=TFJOBS.plural, verb="patch-status").inc()
         self._writes.wrote(TFJOBS.plural, updated)
-        self._last[uid] = (copy.deepcopy(dict(new_status)), _status_of(updated))
+        returned = _status_of(updated)
+        if returned == new_status:
+            self._last.pop(uid, None)  # the server kept everything: nothing to guard against
+        else:
+            self._last[uid] = (copy.deepcopy(dict(new_status)), returned)
         return True
