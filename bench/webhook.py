@@ -48,6 +48,7 @@ REPO = Path(__file__).resolve().parent.parent
 MARK_BEGIN = "<!-- bench:webhook -->"
 MARK_END = "<!-- /bench:webhook -->"
 NAMESPACE = "bench"
+PRIORITY = -10  # nice value for the webhook and the load generator (needs root; else left as is)
 
 
 # --- workload ----------------------------------------------------------------------------------
@@ -409,6 +410,17 @@ async def open_loop(
 # --- the webhook process -------------------------------------------------------------------------
 
 
+def _isolate(core: int) -> None:
+    """Pin the calling process to ``core`` and, where allowed, raise its priority.
+
+    On a machine shared with other work, a higher priority keeps the measured processes from
+    waiting behind it, which is the closest a shared machine gets to "one core for the webhook".
+    """
+    os.sched_setaffinity(0, {core})
+    with contextlib.suppress(PermissionError):
+        os.setpriority(os.PRIO_PROCESS, 0, PRIORITY)
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -451,7 +463,7 @@ def webhook_process(
         "--log-level",
         "WARNING",
     ]
-    process = subprocess.Popen(command, cwd=REPO, preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+    process = subprocess.Popen(command, cwd=REPO, preexec_fn=lambda: _isolate(core))
     try:
         yield process
     finally:
@@ -537,7 +549,7 @@ async def run(args: argparse.Namespace) -> Result:
 
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = cores[0], cores[-1]
-    os.sched_setaffinity(0, {client_core})
+    _isolate(client_core)
     bodies = request_bodies(args.jobs, 2000)
     decision_cpu = await decision_path_cpu(args.jobs, bodies)
     print(f"decision path alone: {decision_cpu * 1e6:.0f} us CPU per admission", flush=True)
