@@ -254,16 +254,27 @@ class KubeApi:
                 return items, str(metadata.get("resourceVersion") or "")
 
     async def create(
-        self, res: Resource, body: dict[str, Any], namespace: str | None = None, *, dry_run: bool = False
+        self,
+        res: Resource,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        subresource_of: str | None = None,
+        subresource: str | None = None,
     ) -> dict[str, Any]:
+        """POST ``body``; with ``subresource_of``/``subresource`` it goes to a create-only
+        subresource of that object instead (``pods/<name>/binding``, ``pods/<name>/eviction``)."""
         if namespace is None and res.namespaced:
             namespace = (body.get("metadata") or {}).get("namespace")
             if not namespace:
                 raise ValueError(f"creating {res} needs a namespace (argument or metadata.namespace)")
+        if (subresource_of is None) != (subresource is None):
+            raise ValueError("subresource_of and subresource go together")
         query = [("dryRun", "All")] if dry_run else []
         return await self._request_object(
-            "create", "POST", res, res.path(namespace), query=query, body=body,
-            content_type="application/json",
+            "create", "POST", res, res.path(namespace, subresource_of, subresource), query=query,
+            body=body, content_type="application/json",
         )
 
     async def replace(

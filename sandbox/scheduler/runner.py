@@ -24,7 +24,7 @@ from kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kube.events import EventRecorder
 from kube.patches import PatchType
 from kube.reflector import Reflector
-from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1, Resource
+from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1
 from kube.store import Store
 from sandbox.scheduler.decisions import (
     GANG,
@@ -70,13 +70,6 @@ class SchedulerOptions:
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _binding_resource(pod_name: str) -> Resource:
-    """``pods/<name>/binding`` as a collection to POST to (``KubeApi.create`` has no subresource)."""
-    if not pod_name or "/" in pod_name:
-        raise ValueError(f"invalid pod name {pod_name!r}")
-    return Resource("", "v1", f"pods/{pod_name}/binding", "Binding")
 
 
 def default_queue_body(name: str) -> dict[str, Any]:
@@ -262,7 +255,9 @@ class Scheduler:
         key = f"{bind.namespace}/{bind.name}"
         cached = self._stores["pods"].get(key)
         try:
-            await self._api.create(_binding_resource(bind.name), body, bind.namespace)
+            await self._api.create(
+                PODS, body, bind.namespace, subresource_of=bind.name, subresource="binding"
+            )
         except (Conflict, NotFound) as error:
             logger.info("could not bind %s to %s: %s", key, bind.node, error)
             return

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sandbox.scheduler.quantity import QuantityError
+from sandbox.quantity import QuantityError
 from sandbox.scheduler.resources import add, node_allocatable, parse_resources, pod_demand
 
 GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
