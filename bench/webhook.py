@@ -685,8 +685,8 @@ each phase ran {result.rounds} rounds of {result.seconds:.0f} s and the best rou
 
 Where the time and memory go, and what was done about it:
 - the TFJob cache keeps only the admission view of each job (replica counts, the `tensorflow`
-  container's ports, the template's schedulerName), trimmed page by page while listing, and
-  equal replica views are shared: about 0.8 KiB per TFJob;
+  container's ports, the template's schedulerName), trimmed page by page while listing; views of
+  jobs made from the same templates share one spec object, leaving mostly the metadata per job;
 - TF_CONFIG is computed once per job and reused for each replica (`webhook/tfconfig_memo.py`);
   reviews are decoded and answers encoded with orjson; no access log; decisions are logged at
   DEBUG unless they deny or warn; metric children are looked up once;

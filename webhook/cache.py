@@ -40,7 +40,7 @@ class JobLookup(Protocol):
 
 
 class _Shapes:
-    """Hash-consing of replica views: jobs made from the same templates share one read-only copy.
+    """Hash-consing of spec views: jobs made from the same templates share one read-only copy.
 
     Bounded: when full it starts over (views already built keep what they share), so neither many
     distinct shapes nor deleted jobs can grow it without limit.
@@ -66,7 +66,7 @@ _SHAPES = _Shapes()
 def admission_view(job: dict[str, Any]) -> dict[str, Any]:
     """The part of a TFJob that pod admission reads; every other field is dropped.
 
-    Views are read-only: replica views equal between jobs are one shared object.
+    Views are read-only: spec views equal between jobs are one shared object.
     """
     metadata = job.get("metadata") or {}
     view_metadata = {
@@ -88,10 +88,9 @@ def admission_view(job: dict[str, Any]) -> dict[str, Any]:
     replica_specs = spec.get("tfReplicaSpecs")
     if isinstance(replica_specs, dict):
         view_spec["tfReplicaSpecs"] = {
-            sys.intern(str(key)): _SHAPES.share(_replica_view(replica_spec))
-            for key, replica_spec in replica_specs.items()
+            sys.intern(str(key)): _replica_view(replica_spec) for key, replica_spec in replica_specs.items()
         }
-    view["spec"] = view_spec
+    view["spec"] = _SHAPES.share(view_spec)
     return view
 
 
