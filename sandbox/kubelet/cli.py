@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import logging
 import os
-import signal
 import tempfile
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
 
 from kube.api import KubeApi
 from kube.client import make_api_client
-from kube.errors import ApiError, ConfigError
+from sandbox.foreground import run_in_foreground
 from sandbox.kubelet.agent import AgentOptions, NodeAgent
 from sandbox.kubelet.backoff import BackoffPolicy
 from sandbox.kubelet.nodespec import NodeSpecError, parse_nodes
@@ -88,17 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def _until_signalled(work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work``; SIGTERM or SIGINT cancel it, so its cleanup (stopping processes) still runs."""
-    task = asyncio.ensure_future(work)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, task.cancel)
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    logger.info("stopped")
-
-
 async def serve(kubeconfig: str | None, options: AgentOptions) -> None:
     api = KubeApi(await make_api_client(kubeconfig), user_agent="tfgang-sandbox-kubelet")
     try:
@@ -108,7 +92,6 @@ async def serve(kubeconfig: str | None, options: AgentOptions) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         nodes = tuple(parse_nodes(args.nodes))
     except NodeSpecError as error:
@@ -127,14 +110,6 @@ def run(args: argparse.Namespace) -> int:
             sync_delay=args.sync_delay,
             log_port=args.log_port,
         )
-        try:
-            asyncio.run(_until_signalled(serve(args.kubeconfig, options)))
-        except KeyboardInterrupt:
-            return 0
-        except ConfigError as error:
-            logger.error("%s", error)
-            return 2
-        except (ApiError, ExceptionGroup) as error:
-            logger.error("node agent stopped: %s", error)
-            return 1
-    return 0
+        return run_in_foreground(
+            serve(args.kubeconfig, options), component="node agent", log_level=args.log_level
+        )

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import logging
 import os
-import signal
-from collections.abc import Coroutine
-from typing import Any
 
 from kube.api import KubeApi
 from kube.client import make_api_client
-from kube.errors import ApiError, ConfigError
 from kube.events import EventRecorder
+from sandbox.foreground import run_in_foreground
 from sandbox.scheduler.runner import Scheduler, SchedulerOptions
 from sandbox.scheduler.snapshot import DEFAULT_SCHEDULER_NAME, VOLCANO_SCHEDULER_NAME
 
@@ -84,17 +79,6 @@ def options_from(args: argparse.Namespace) -> SchedulerOptions:
     )
 
 
-async def _until_signalled(work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work``; SIGTERM or SIGINT cancel it, so its cleanup (stopping processes) still runs."""
-    task = asyncio.ensure_future(work)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, task.cancel)
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    logger.info("stopped")
-
-
 async def serve(kubeconfig: str | None, options: SchedulerOptions) -> None:
     api = KubeApi(await make_api_client(kubeconfig), user_agent="tfgang-sandbox-scheduler")
     recorder = EventRecorder(api, COMPONENT)
@@ -108,15 +92,6 @@ async def serve(kubeconfig: str | None, options: SchedulerOptions) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        asyncio.run(_until_signalled(serve(args.kubeconfig, options_from(args))))
-    except KeyboardInterrupt:
-        return 0
-    except ConfigError as error:
-        logger.error("%s", error)
-        return 2
-    except (ApiError, ExceptionGroup) as error:
-        logger.error("scheduler stopped: %s", error)
-        return 1
-    return 0
+    return run_in_foreground(
+        serve(args.kubeconfig, options_from(args)), component="scheduler", log_level=args.log_level
+    )
