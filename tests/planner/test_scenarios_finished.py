@@ -137,3 +137,24 @@ def test_s48_resume_recreates_pods_and_restarts_the_clock() -> None:
     cluster.set_pod("tj-worker-0", "Running")
     cluster.reconcile(at(101))
     assert cluster.conditions == [("Created", "True"), ("Suspended", "False"), ("Running", "True")]
+
+
+def test_d3_a_child_left_by_a_failed_teardown_is_deleted_on_a_later_pass() -> None:
+    """D3 under cleanPodPolicy None: the backoff failure deletes every child; a pod whose delete
+    failed in that pass is still deleted by the next pass instead of surviving for good."""
+    status = _finished_status("Failed")
+    status["conditions"][-1]["message"] = (  # type: ignore[index]
+        "Job tj has failed because it has reached the specified backoff limit"
+    )
+    job = make_job({"Worker": replica(2, "OnFailure")}, run_policy={"backoffLimit": 1}, status=status)
+    left_over = pod(job, "Worker", 1, "Running")
+    result = run(job, [left_over], svcs=services(job))
+    assert DeletePod("tj-worker-1", left_over["metadata"]["uid"]) in result.actions
+    assert {a.name for a in result.actions if isinstance(a, DeleteService)} == {"tj-worker-0", "tj-worker-1"}
+    assert result.status == status
+
+
+def test_d3_a_replica_failure_still_follows_clean_pod_policy_none() -> None:
+    job = make_job({"Worker": replica(2, "Never")}, status=_finished_status("Failed"))
+    result = run(job, [pod(job, "Worker", 0, "Running")], svcs=services(job))
+    assert result.actions == ()

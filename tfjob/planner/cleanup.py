@@ -16,18 +16,21 @@ from typing import Any
 from tfjob.constants import (
     CLEAN_POD_POLICY_NONE,
     CLEAN_POD_POLICY_RUNNING,
+    COND_FAILED,
     COND_RESTARTING,
     COND_RUNNING,
     COND_SUCCEEDED,
     COND_SUSPENDED,
     EVENT_JOB_TERMINATED,
     REASON_RESUMED,
+    REASON_SCHEDULE_TIMEOUT,
     REASON_SUSPENDED,
 )
 from tfjob.planner.actions import NORMAL, DeleteJob, DeletePod, DeletePodGroup, DeleteService
 from tfjob.planner.conditions import FALSE, TRUE, find_condition, is_true
 from tfjob.planner.draft import COUNTER_DELETED, COUNTER_FAILED, COUNTER_SUCCESSFUL, Draft
 from tfjob.planner.facts import JobFacts
+from tfjob.planner.limits import backoff_verdict, deadline_verdict
 from tfjob.planner.observed import (
     PHASE_PENDING,
     PHASE_RUNNING,
@@ -111,12 +114,30 @@ def cleanup_finished(
     services: Sequence[Obj],
     podgroup: PodGroup | None,
 ) -> None:
-    """The finished path: cleanPodPolicy, PodGroup deletion, the success fold and the TTL."""
-    delete_pods_and_services(draft, pods_to_clean(facts.clean_pod_policy, pods), services)
+    """The finished path: cleanPodPolicy, PodGroup deletion, the success fold and the TTL.
+
+    A job torn down by a backoff, deadline or gang-timeout failure keeps being torn down on
+    later passes, whatever its cleanPodPolicy: a deletion that failed in the failing pass is
+    retried instead of leaving that child behind for good (D3).
+    """
+    if was_torn_down(draft, facts):
+        delete_everything(draft, pods, services)
+    else:
+        delete_pods_and_services(draft, pods_to_clean(facts.clean_pod_policy, pods), services)
     delete_podgroup(draft, podgroup)
     if is_true(draft.conditions, COND_SUCCEEDED):
         fold_active_into_succeeded(draft)
     _expire_after_ttl(draft, facts)
+
+
+def was_torn_down(draft: Draft, facts: JobFacts) -> bool:
+    """Whether the job failed by one of the verdicts that delete every child (D3, D14)."""
+    failed = find_condition(draft.conditions, COND_FAILED)
+    if failed is None or failed.get("status") != TRUE:
+        return False
+    if failed.get("reason") == REASON_SCHEDULE_TIMEOUT:
+        return True
+    return failed.get("message") in (backoff_verdict(facts).message, deadline_verdict(facts).message)
 
 
 def _expire_after_ttl(draft: Draft, facts: JobFacts) -> None:
