@@ -175,3 +175,26 @@ def test_deleting_a_crd_removes_its_objects_and_resource(kubectl: Kubectl) -> No
     assert gone.returncode != 0
     # kubectl still knows the resource from its discovery cache; the server no longer serves it
     assert "the server could not find the requested resource" in gone.stderr
+
+
+async def test_request_log_over_http(api: ApiServerHandle) -> None:
+    code, _body, _ = await raw_request(api, "DELETE", "/sandbox/requests")
+    assert code == 200
+    await raw_request(api, "GET", "/api/v1/namespaces/kube-system/configmaps/absent")
+    code, records, _ = await raw_request(api, "GET", "/sandbox/requests")
+    assert code == 200
+    assert records == [
+        {
+            "verb": "get",
+            "group": "",
+            "version": "v1",
+            "resource": "configmaps",
+            "subresource": "",
+            "namespace": "kube-system",
+            "name": "absent",
+            "user": "sandbox-admin",
+            "code": 404,
+        }
+    ]
+    code, _body, _ = await raw_request(api, "GET", "/sandbox/requests", token="wrong")
+    assert code == 401
