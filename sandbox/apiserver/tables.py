@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sandbox.apiserver import jsonpath
+from sandbox.apiserver import conversion, jsonpath
 from sandbox.apiserver.ages import age, name_of, since
 from sandbox.apiserver.podtable import POD_COLUMNS, Column, pod_row
 from sandbox.apiserver.registry import ResourceInfo
@@ -292,10 +292,12 @@ def build_table(
     now: datetime.datetime,
     with_columns: bool = True,
 ) -> JsonObj:
+    """A Table of ``objects`` as served to the client; cells come from the stored shape (so
+    events.k8s.io Events print with the core Event printer, as kube-apiserver does)."""
     columns, printer = printer_for(info)
     rows = []
     for obj in objects:
-        row: JsonObj = {"cells": printer(obj, now)}
+        row: JsonObj = {"cells": printer(conversion.to_storage(info.group, info.resource, obj), now)}
         embedded = row_object(obj, include)
         if embedded is not None:
             row["object"] = embedded

@@ -152,3 +152,24 @@ def test_node_and_service_tables(kubectl: Kubectl) -> None:
     assert row[:5] == ["tftest-worker-0", "ClusterIP", "None", "<none>", "2222/TCP"]
     assert row[6] == "training.kubeflow.org/replica-index=0"
     kubectl.run("delete", "svc", "tftest-worker-0")
+
+
+def test_events_k8s_io_events_print_with_the_event_columns(kubectl: Kubectl) -> None:
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "printed.1"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "volcano",
+        "reportingInstance": "volcano-0",
+        "action": "Schedule",
+        "reason": "Scheduled",
+        "type": "Normal",
+        "note": "pod group is ready",
+        "regarding": {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "name": "tftest"},
+    }
+    kubectl.run("create", "-f", "-", stdin=json.dumps(event))
+    lines = kubectl.run("get", "events.v1.events.k8s.io", "printed.1").stdout.splitlines()
+    assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert lines[1].split()[1:] == ["Normal", "Scheduled", "podgroup/tftest", "pod", "group", "is", "ready"]
+    kubectl.run("delete", "events.v1.events.k8s.io", "printed.1")
