@@ -243,6 +243,7 @@ def validate(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> list[Caus
         causes += validation.validate_object_name(
             info.storage_key.resource, str(meta.get("name") or ""), str(meta.get("generateName") or "")
         )
+    causes += validation.validate_metadata_keys(meta)
     key = (info.storage_key.group, info.storage_key.resource)
     if info.is_custom:
         causes += validation.validate_schema(info.custom.schema if info.custom else None, obj, old)

@@ -375,3 +375,48 @@ def validate_service(service: JsonObj) -> list[Cause]:
     if not spec.get("ports") and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
         causes.append(Cause("FieldValueRequired", "Required value", "spec.ports"))
     return causes
+
+
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+LABEL_VALUE_MESSAGE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+    "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+NAME_PART_MESSAGE = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+def _qualified_name_problems(key: str) -> list[str]:
+    prefix, _, name = key.rpartition("/")
+    problems = []
+    if "/" in key and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        problems.append(f"prefix part {SUBDOMAIN_MESSAGE}")
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    elif not QUALIFIED_NAME.match(name):
+        problems.append(NAME_PART_MESSAGE)
+    return problems
+
+
+def validate_metadata_keys(meta: JsonObj) -> list[Cause]:
+    """Label keys and values, and annotation keys, as ObjectMeta validation checks them."""
+    causes = []
+    for key, value in (meta.get("labels") or {}).items():
+        for problem in _qualified_name_problems(str(key)):
+            causes.append(_invalid("metadata.labels", key, problem))
+        text = str(value)
+        if len(text) > 63:
+            causes.append(_invalid("metadata.labels", text, "must be no more than 63 characters"))
+        elif not LABEL_VALUE.match(text):
+            causes.append(_invalid("metadata.labels", text, LABEL_VALUE_MESSAGE))
+    for key in meta.get("annotations") or {}:
+        for problem in _qualified_name_problems(str(key).lower()):
+            causes.append(_invalid("metadata.annotations", key, problem))
+    return causes

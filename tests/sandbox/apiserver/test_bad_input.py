@@ -102,3 +102,25 @@ async def test_malformed_json_patch_is_refused(api: ApiServerHandle) -> None:
         content_type="application/json-patch+json",
     )
     assert code == 422 and status["reason"] == "Invalid"
+
+
+async def test_label_values_longer_than_63_characters_are_invalid(api: ApiServerHandle) -> None:
+    long_name = "a" * 64
+    pod = {
+        "metadata": {"name": "labelled", "labels": {"training.kubeflow.org/job-name": long_name}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    code, status, _ = await raw_request(api, "POST", PODS, json.dumps(pod).encode())
+    assert code == 422
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f'Invalid value: "{long_name}": must be no more than 63 characters',
+            "field": "metadata.labels",
+        }
+    ]
+    pod["metadata"]["labels"] = {"bad key!": "x"}
+    code, status, _ = await raw_request(api, "POST", PODS, json.dumps(pod).encode())
+    assert code == 422 and status["details"]["causes"][0]["message"].startswith(
+        'Invalid value: "bad key!": name part must consist of alphanumeric characters'
+    )
