@@ -24,11 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography import x509
-
 from certs.authority import new_ca
 from certs.expiry import DEFAULT_RENEW_BEFORE, needs_renewal
-from certs.pem import InvalidCertificate, certificate_pem, load_certificates
+from certs.pem import InvalidCertificate, certificate_pem, load_certificate, load_certificates
 from certs.secret import StoredCertificates, decode_secret_data, encode_secret_data, secret_manifest
 from certs.serving import ServingCertificate, dns_names_of, issue_serving_certificate, service_dns_names
 from kube.api import KubeApi
@@ -143,16 +141,17 @@ class CertificateKeeper:
     def _issue(self, current: StoredCertificates | None, now: datetime.datetime) -> StoredCertificates:
         settings = self._settings
         ca = current.ca if current is not None else None
-        bundle_tail: list[x509.Certificate] = []
         if ca is None or needs_renewal(ca.cert_pem, now, CA_RENEW_BEFORE):
             ca = new_ca(f"tfgang-{settings.service}-ca", valid_days=settings.ca_valid_days, now=now)
-            if current is not None:
-                # Keep trusting the CAs the previous bundle listed while they are valid.
-                bundle_tail = [
-                    certificate
-                    for certificate in load_certificates(current.serving.ca_pem)
-                    if certificate.not_valid_after_utc > now
-                ]
+        # Keep trusting every CA the previous bundle listed while it is valid: replicas still
+        # serving a leaf of an older CA must stay verifiable until they load the new one.
+        previous = load_certificates(current.serving.ca_pem) if current is not None else []
+        ca_pem = certificate_pem(load_certificate(ca.cert_pem))
+        bundle_tail = [
+            certificate
+            for certificate in previous
+            if certificate.not_valid_after_utc > now and certificate_pem(certificate) != ca_pem
+        ]
         serving = issue_serving_certificate(
             ca, settings.dns_names, valid_days=settings.serving_valid_days, now=now
         )

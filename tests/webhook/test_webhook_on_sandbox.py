@@ -331,3 +331,17 @@ async def test_keeper_replaces_unusable_foreign_and_ageing_secrets(sandbox: Any)
             verifier.verify(load_certificate(stored.serving.cert_pem), [])
             secret = await api.get(SECRETS, name, "default")
             assert decode_secret_data(secret["data"]) == stored
+
+        # A leaf renewed soon after a CA rotation (here: a new DNS name) keeps the old CA trusted.
+        wider = KeeperSettings(
+            secret_name="ageing-ca",
+            namespace="default",
+            service=SERVICE,
+            extra_dns_names=("webhook.example",),
+        )
+        renewed, written = await CertificateKeeper(api, wider).ensure_secret(now)
+        assert written and stored.ca is not None and renewed.ca == stored.ca
+        assert [certificate_pem(c) for c in load_certificates(renewed.serving.ca_pem)] == [
+            stored.ca.cert_pem,
+            old_ca.cert_pem,
+        ]
