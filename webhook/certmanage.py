@@ -68,7 +68,11 @@ class SelfManagedCertificates:
         except (CertificateFilesMissing, InvalidCertificate):
             current = None
         if current != serving:
-            write_cert_dir(self._cert_dir, serving)
+            try:
+                write_cert_dir(self._cert_dir, serving)
+            except OSError as exc:
+                logger.error("cannot write the serving certificate to %s: %s", self._cert_dir, exc)
+                return False
             logger.info("wrote the Secret's serving certificate to %s", self._cert_dir)
         self._reloader.reload_if_changed()
         if result.missing_configurations:
