@@ -60,7 +60,7 @@ class CertificateReloader:
         """Load the files into the live context if they changed and are a valid pair; True if loaded."""
         try:
             fingerprint = self._stat()
-        except FileNotFoundError as exc:
+        except OSError as exc:
             if self._fingerprint != ():
                 logger.warning("serving certificate not available yet: %s", exc)
                 self._fingerprint = ()
