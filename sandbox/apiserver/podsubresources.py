@@ -11,7 +11,7 @@ from aiohttp import web
 
 from sandbox.apiserver.registry import StorageKey
 from sandbox.apiserver.state import ApiState, timestamp
-from sandbox.apiserver.status import bad_request, conflict, internal_error, not_found, success_body
+from sandbox.apiserver.status import ApiError, bad_request, conflict, internal_error, not_found, success_body
 
 logger = logging.getLogger(__name__)
 
@@ -96,8 +96,11 @@ async def pod_log(state: ApiState, request: web.Request, namespace: str, name: s
             async for chunk in upstream.content.iter_any():
                 await response.write(chunk)
     except aiohttp.ClientConnectorError as exc:
-        raise internal_error(
+        # kube-apiserver passes the failed kubelet call on as a reason-less 500 Status.
+        raise ApiError(
+            500,
+            "",
             f'Get "https://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}": '
-            f"dial tcp 127.0.0.1:{port}: connect: connection refused"
+            f"dial tcp 127.0.0.1:{port}: connect: connection refused",
         ) from exc
     return response

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import socket
 import ssl
 
 import aiohttp
@@ -198,3 +199,35 @@ async def test_request_log_over_http(api: ApiServerHandle) -> None:
     ]
     code, _body, _ = await raw_request(api, "GET", "/sandbox/requests", token="wrong")
     assert code == 401
+
+
+def test_logs_when_no_node_agent_answers(kubectl: Kubectl) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "silent-node"}}
+    kubectl.run("create", "-f", "-", stdin=json.dumps(node))
+    kubectl.run(
+        "patch",
+        "node",
+        "silent-node",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}}),
+    )
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "on-silent-node"},
+        "spec": {"nodeName": "silent-node", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+    kubectl.run("create", "-f", "-", stdin=json.dumps(pod))
+    logs = kubectl.run("logs", "on-silent-node", check=False)
+    assert logs.returncode != 0
+    assert logs.stderr.strip() == (
+        f'Error from server: Get "https://127.0.0.1:{port}/containerLogs/default/on-silent-node/c": '
+        f"dial tcp 127.0.0.1:{port}: connect: connection refused"
+    )
+    kubectl.run("delete", "pod", "on-silent-node")
+    kubectl.run("delete", "node", "silent-node")
