@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import logging
 import signal
 import sys
@@ -53,7 +54,11 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
     ops.add_readiness_check("certificate", lambda: reloader.loaded)
     ops.add_readiness_check("tfjob-cache", lambda: cache.synced)
     ops.add_readiness_check("not-shutting-down", lambda: not shutting_down)
-    background = [cache.run(), reloader.watch(config.cert_poll_interval)]
+    # Coroutine functions, called only once the ports are bound (nothing left un-awaited on failure).
+    background: list[Callable[[], Coroutine[Any, Any, None]]] = [
+        cache.run,
+        functools.partial(reloader.watch, config.cert_poll_interval),
+    ]
     if config.self_managed is not None:
         managed = config.self_managed
         self_managed = SelfManagedCertificates(
@@ -71,7 +76,7 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
             check_interval=managed.check_interval,
         )
         ops.add_readiness_check("certificate-secret", lambda: self_managed.ready)
-        background.append(self_managed.run())
+        background.append(self_managed.run)
 
     server = HttpsServer(
         build_app(cache, config.settings, metrics, max_body_bytes=config.max_body_bytes),
@@ -80,21 +85,20 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
         port=config.port,
     )
     try:
+        # Bound before the background tasks start, so a port in use is a plain OSError (exit 1).
+        await ops.start()
+        await server.start()
         async with asyncio.TaskGroup() as tasks:
-            running = [tasks.create_task(coroutine) for coroutine in background]
-            try:
-                await ops.start()
-                await server.start()
-                await stop.wait()
-                logger.info("stopping: unready for %.1fs, then closing", config.shutdown_delay)
-                shutting_down = True
-                await asyncio.sleep(config.shutdown_delay)
-            finally:
-                await server.stop()
-                await ops.stop()
-                for task in running:
-                    task.cancel()
+            running = [tasks.create_task(start()) for start in background]
+            await stop.wait()
+            logger.info("stopping: unready for %.1fs, then closing", config.shutdown_delay)
+            shutting_down = True
+            await asyncio.sleep(config.shutdown_delay)
+            for task in running:
+                task.cancel()
     finally:
+        await server.stop()
+        await ops.stop()
         await api.close()
 
 

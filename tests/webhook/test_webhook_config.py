@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -103,3 +104,25 @@ def test_the_command_reports_a_bad_kubeconfig_as_a_json_log_and_exits_1(tmp_path
     record = json.loads(result.stderr.strip().splitlines()[-1])
     assert record["level"] == "ERROR"
     assert "does not exist" in record["message"]
+
+
+def test_the_command_reports_a_port_in_use_and_exits_1(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "webhook", "--kubeconfig", str(kubeconfig), "--cert-dir", str(tmp_path),
+             "--host", "127.0.0.1", "--port", "0", "--ops-port", str(port)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert result.returncode == 1
+    record = json.loads(result.stderr.strip().splitlines()[-1])
+    assert record["level"] == "ERROR" and "address already in use" in record["message"]
+    assert "never awaited" not in result.stderr
