@@ -266,7 +266,8 @@ class SeedReplay:
             if not missing or time.monotonic() > deadline:
                 return missing
             if time.monotonic() > report_at:
-                self._emit(f"==> still waiting: {'; '.join(missing)}")
+                more = f" (and {len(missing) - 2} more)" if len(missing) > 2 else ""
+                self._emit(f"==> still waiting: {'; '.join(missing[:2])}{more}")
                 report_at = time.monotonic() + 15
             await asyncio.sleep(0.2)
 
