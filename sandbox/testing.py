@@ -109,11 +109,13 @@ def start_apiserver(
     install_volcano_crds: bool = True,
     install_tfjob_crd: bool = True,
     tfjob_crd: str | None = None,
+    authorize: bool = False,
 ) -> Iterator[ApiServerHandle]:
     """A fresh API server on 127.0.0.1 (``port`` 0 picks a free one) for the ``with`` block.
 
     The Volcano PodGroup and Queue CRDs and the chart's TFJob CRD (``tfjob_crd`` overrides its path;
-    skipped when the file does not exist) are installed first unless turned off.
+    skipped when the file does not exist) are installed first unless turned off. With ``authorize``
+    the server enforces the RBAC objects stored in it (the admin token is in ``system:masters``).
     """
     loop = asyncio.new_event_loop()
     ready = threading.Event()
@@ -126,7 +128,7 @@ def start_apiserver(
     thread = threading.Thread(target=serve, name="sandbox-apiserver", daemon=True)
     thread.start()
     ready.wait()
-    server = ApiServer(watch_window=watch_window)
+    server = ApiServer(watch_window=watch_window, authorize=authorize)
     with tempfile.TemporaryDirectory(prefix="tfgang-sandbox-") as directory:
         try:
             asyncio.run_coroutine_threadsafe(server.start(port=port), loop).result(30)

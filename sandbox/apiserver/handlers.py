@@ -11,7 +11,7 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from sandbox.apiserver import discovery, operations, protobuf, selectors, tables
+from sandbox.apiserver import discovery, operations, protobuf, rbac, selectors, tables
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.gc import Deleter, parse_delete_options
 from sandbox.apiserver.operations import RequestContext
@@ -195,6 +195,7 @@ class RestHandler:
         namespace = path.namespace or ""
         ctx = self._context(request)
         method = request.method
+        self._authorize(request, info, path)
         if path.subresource == "log":
             if method != "GET":
                 raise method_not_allowed()
@@ -252,6 +253,23 @@ class RestHandler:
                 return json_response(deleted, 200, ctx.warnings)
             return await self._delete_collection(request, info, path.namespace, options, ctx)
         raise method_not_allowed()
+
+    def _authorize(self, request: web.Request, info: ResourceInfo, path: ResourcePath) -> None:
+        authorizer = self.state.authorizer
+        if authorizer is None:
+            return
+        watch = path.legacy_watch or _bool_query(request.query.get("watch"))
+        authorizer.check(
+            rbac.Attributes(
+                user=request.get(USER_KEY, ANONYMOUS),
+                verb=kubernetes_verb(request.method, bool(path.name), watch),
+                group=info.group,
+                resource=info.resource,
+                subresource=path.subresource,
+                namespace=path.namespace or "",
+                name=path.name,
+            )
+        )
 
     def _context(self, request: web.Request) -> RequestContext:
         dry_run = request.query.getall("dryRun", [])

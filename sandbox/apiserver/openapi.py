@@ -81,6 +81,23 @@ def root_document(state: ApiState) -> JsonObj:
     return {"paths": paths}
 
 
+def _protobuf_string(field: int, text: str) -> bytes:
+    data = text.encode()
+    return bytes([field << 3 | 2, len(data)]) + data
+
+
+# An OpenAPI v2 document with no definitions, in the protobuf form kubectl asks for: kubectl falls
+# back to it for client-side validation of kinds its v3 check cannot place (``kind: List``), and
+# kinds without definitions pass that validation, leaving the checks to the server.
+OPENAPI_V2_DOCUMENT = (
+    _protobuf_string(1, "2.0")
+    + bytes([2 << 3 | 2, 21])
+    + _protobuf_string(1, "Kubernetes")
+    + _protobuf_string(2, "v1.37.1")
+)
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
 def add_routes(app: web.Application, state: ApiState) -> None:
     async def v3_root(_request: web.Request) -> web.StreamResponse:
         return json_response(root_document(state))
@@ -97,5 +114,18 @@ def add_routes(app: web.Application, state: ApiState) -> None:
             raise page_not_found()
         return json_response(document)
 
+    async def v2(request: web.Request) -> web.StreamResponse:
+        if "protobuf" in request.headers.get("Accept", ""):
+            return web.Response(body=OPENAPI_V2_DOCUMENT, headers={"Content-Type": OPENAPI_V2_PROTOBUF})
+        return json_response(
+            {
+                "swagger": "2.0",
+                "info": {"title": "Kubernetes", "version": "v1.37.1"},
+                "paths": {},
+                "definitions": {},
+            }
+        )
+
+    app.router.add_get("/openapi/v2", v2)
     app.router.add_get("/openapi/v3", v3_root)
     app.router.add_get("/openapi/v3/{tail:.*}", v3_group_version)

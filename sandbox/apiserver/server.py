@@ -22,6 +22,7 @@ from sandbox.apiserver.handlers import (
     json_response,
     log_request,
 )
+from sandbox.apiserver.rbac import Authorizer
 from sandbox.apiserver.registry import StorageKey
 from sandbox.apiserver.state import ApiState
 from sandbox.apiserver.status import ApiError, internal_error, unauthorized
@@ -116,9 +117,14 @@ class ApiServer:
     """One sandbox API server: state, HTTPS listener, garbage collector."""
 
     def __init__(
-        self, watch_window: int = DEFAULT_WATCH_WINDOW, material: ServingMaterial | None = None
+        self,
+        watch_window: int = DEFAULT_WATCH_WINDOW,
+        material: ServingMaterial | None = None,
+        authorize: bool = False,
     ) -> None:
         self.state = ApiState.create(watch_window)
+        if authorize:
+            self.state.authorizer = Authorizer(self.state.storage)
         self.deleter = Deleter(self.state)
         self.deleter.install()
         self.material = material or new_serving_material()

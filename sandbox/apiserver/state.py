@@ -11,6 +11,7 @@ from typing import Any
 
 from sandbox.apiserver.admission import Admission
 from sandbox.apiserver.auth import TokenAuthenticator
+from sandbox.apiserver.rbac import Authorizer
 from sandbox.apiserver.registry import Registry, StorageKey
 from sandbox.apiserver.requestlog import RequestLog
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW, Storage
@@ -68,6 +69,8 @@ class ApiState:
     cluster_ips: ClusterIPAllocator
     clock: Callable[[], datetime.datetime] = utc_now
     bookmark_interval: float = 10.0
+    authorizer: Authorizer | None = None
+    """RBAC authorization when set; None lets every authenticated user do everything."""
 
     @classmethod
     def create(cls, watch_window: int = DEFAULT_WATCH_WINDOW) -> ApiState:
