@@ -18,11 +18,11 @@ from tests.sandbox.apiserver.conftest import raw_request
 
 
 async def until(condition: Callable[[], Awaitable[bool]]) -> None:
-    for _attempt in range(100):
+    for _attempt in range(300):
         if await condition():
             return
         await asyncio.sleep(0.05)
-    raise AssertionError("condition not met within 5 seconds")
+    raise AssertionError("condition not met within 15 seconds")
 
 
 async def gone(read: Callable[[], Awaitable[Any]]) -> bool:

@@ -328,7 +328,7 @@ async def test_open_watches_are_in_the_request_log_while_they_run(
 
     consumer = asyncio.create_task(consume())
     try:
-        for _attempt in range(50):
+        for _attempt in range(200):
             records = [r for r in await asyncio.to_thread(api.request_log) if r.resource == "serviceaccounts"]
             if records:
                 break
