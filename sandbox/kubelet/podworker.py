@@ -82,6 +82,10 @@ class WorkerSettings:
     """Seconds after a crash before the wait is reported as CrashLoopBackOff (the kubelet's resync)."""
     sync_delay: float = 1.0
     """Seconds from a container's exit to the earliest restart (the kubelet's sync after the exit)."""
+    restart_report_lag: float = 0.3
+    """Seconds between restarting a container and reporting it Running. A kubelet learns of the
+    new container from its next relist, so the program has had time to start (and, in the seed,
+    to install its signal trap) before anyone can react to the new restart count."""
 
 
 @dataclass(frozen=True)
@@ -278,6 +282,8 @@ class PodWorker:
             elif isinstance(message, RestartDue):
                 ran_before = isinstance(slot.record.state, Terminated) or slot.record.last_state is not None
                 await self._start(slot, await self._sources(), restart=ran_before)
+                if ran_before:
+                    await asyncio.sleep(self._settings.restart_report_lag)
                 await self._publish()
         # the pod is gone from the API: nothing left to report
 

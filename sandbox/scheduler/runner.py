@@ -14,6 +14,7 @@ import contextlib
 import copy
 import datetime
 import logging
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -156,16 +157,18 @@ class Scheduler:
             group.create_task(self._loop())
 
     async def _loop(self) -> None:
-        last = time.monotonic() - self._options.period
+        # Sessions fall on a fixed grid of ``min_interval`` ticks, as Volcano's run on its fixed
+        # schedule period: a change wakes the scheduler, but the session waits for the next tick,
+        # so a burst of changes (a controller deleting a job's pods and then its PodGroup) is seen
+        # together instead of being split by a session that starts the moment the first one lands.
+        origin = time.monotonic()
+        tick = max(self._options.min_interval, 1e-3)
         while True:
-            idle = last + self._options.period - time.monotonic()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, idle))
-            early = last + self._options.min_interval - time.monotonic()
-            if early > 0:
-                await asyncio.sleep(early)
+                await asyncio.wait_for(self._wake.wait(), timeout=self._options.period)
+            now = time.monotonic()
+            await asyncio.sleep(max(0.0, origin + math.ceil((now - origin) / tick) * tick - now))
             self._wake.clear()
-            last = time.monotonic()
             try:
                 await self.run_once()
             except ApiError as error:
