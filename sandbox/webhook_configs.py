@@ -22,6 +22,8 @@ VALIDATE_TFJOBS_WEBHOOK: Final = "validate-tfjobs.tfgang.kubeflow.org"
 MUTATE_PODS_PATH: Final = "/mutate-pods"
 VALIDATE_TFJOBS_PATH: Final = "/validate-tfjobs"
 JOB_NAME_LABEL: Final = "training.kubeflow.org/job-name"
+OPERATOR_NAME_LABEL: Final = "training.kubeflow.org/operator-name"
+TFJOB_OPERATOR_NAME: Final = "tfjob-controller"
 TIMEOUT_SECONDS: Final = 5
 
 _LABELS: Final = {
@@ -82,7 +84,13 @@ def mutating_configuration(
                         "scope": "Namespaced",
                     }
                 ],
-                "objectSelector": {"matchExpressions": [{"key": JOB_NAME_LABEL, "operator": "Exists"}]},
+                "objectSelector": {
+                    "matchExpressions": [
+                        {"key": JOB_NAME_LABEL, "operator": "Exists"},
+                        # other Kubeflow job pods carry job-name too; only TFJob pods are ours
+                        {"key": OPERATOR_NAME_LABEL, "operator": "In", "values": [TFJOB_OPERATOR_NAME]},
+                    ]
+                },
                 "namespaceSelector": _namespace_selector(operator_namespace),
                 "reinvocationPolicy": "IfNeeded",
                 **_policies(),

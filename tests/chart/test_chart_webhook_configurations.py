@@ -52,7 +52,10 @@ def test_pod_mutation_webhook_by_default() -> None:
         }
     ]
     assert webhook["objectSelector"] == {
-        "matchExpressions": [{"key": "training.kubeflow.org/job-name", "operator": "Exists"}]
+        "matchExpressions": [
+            {"key": "training.kubeflow.org/job-name", "operator": "Exists"},
+            {"key": "training.kubeflow.org/operator-name", "operator": "In", "values": ["tfjob-controller"]},
+        ]
     }
     assert webhook["namespaceSelector"] == {
         "matchExpressions": [

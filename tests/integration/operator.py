@@ -111,6 +111,11 @@ def webhook_configurations(port: int, ca_bundle: str) -> tuple[dict[str, Any], d
                 "objectSelector": {
                     "matchExpressions": [
                         {"key": "training.kubeflow.org/job-name", "operator": "Exists"},
+                        {
+                            "key": "training.kubeflow.org/operator-name",
+                            "operator": "In",
+                            "values": ["tfjob-controller"],
+                        },
                     ]
                 },
                 "reinvocationPolicy": "IfNeeded",
