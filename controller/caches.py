@@ -44,15 +44,16 @@ def _priority_value(obj: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _slim_pod(pod: dict[str, Any]) -> None:
-    """Drop the cached pod's ``spec``, in place, as client-go's informer transforms do.
+def _slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    """Drop the cached pod's ``spec``, as client-go's informer transforms do.
 
     The planner reads a pod's metadata and status only (its desired pods come from the job's
     templates), and the spec is most of a pod's size: containers, env with TF_CONFIG, volumes,
-    tolerations. Thousands of pods cost tens of MiB less this way. Handlers receive the very
-    object the store holds, so trimming it here trims the cache.
+    tolerations. Thousands of pods cost tens of MiB less this way. It is the pod reflector's
+    transform, so listed and watched pods alike are trimmed before the store keeps them.
     """
     pod.pop("spec", None)
+    return pod
 
 
 class JobCaches:
@@ -85,6 +86,7 @@ class JobCaches:
                 label_selector=selector,
                 handlers=[self._child_handler(res) if child else self._job_handler],
                 watch_timeout_seconds=watch_timeout_seconds,
+                transform=_slim_pod if res is PODS else None,
             )
 
         self.reflectors = [
@@ -111,8 +113,6 @@ class JobCaches:
 
     def _child_handler(self, res: Resource) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
         def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-            if res is PODS:
-                _slim_pod(obj)
             own_write = self.writes.observe(res.plural, event_type, obj)
             key = job_key_of_child(obj)
             if key is not None and not own_write:

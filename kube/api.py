@@ -61,11 +61,13 @@ from kube.patches import PatchType
 from kube.ratelimit import TokenBucket
 from kube.resources import Resource
 
-__all__ = ["KubeApi", "RequestObserver", "WatchEvent"]
+__all__ = ["KubeApi", "RequestObserver", "Transform", "WatchEvent"]
 
 logger = logging.getLogger(__name__)
 
 RequestObserver = Callable[[str, str, int, float], None]
+# Applied to each listed or watched object before a cache keeps it (client-go's SetTransform).
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
@@ -235,7 +237,11 @@ class KubeApi:
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
+        transform: Transform | None = None,
     ) -> tuple[builtins.list[dict[str, Any]], str]:
+        """Every page of a list, and the list's resourceVersion. ``transform`` is applied to each
+        item as its page arrives, so a caller keeping a trimmed view never holds more than one
+        page of full objects."""
         items: builtins.list[dict[str, Any]] = []
         continue_token: str | None = None
         while True:
@@ -247,7 +253,7 @@ class KubeApi:
                 if isinstance(item, dict):
                     item.setdefault("apiVersion", res.api_version)
                     item.setdefault("kind", res.kind)
-                    items.append(item)
+                    items.append(transform(item) if transform is not None else item)
             metadata = page.get("metadata") or {}
             continue_token = metadata.get("continue") or None
             if continue_token is None:

@@ -24,7 +24,9 @@ Public API:
   handler is logged and does not stop the reflector.
 - ``Reflector(api, res, store, *, namespace=None, label_selector=None, field_selector=None,
   handlers=(), watch_timeout_seconds=290, stall_timeout=None, page_size=500, backoff_base=0.5,
-  backoff_max=30.0)`` -- ``stall_timeout`` defaults to ``watch_timeout_seconds + 15``.
+  backoff_max=30.0, transform=None)`` -- ``stall_timeout`` defaults to ``watch_timeout_seconds + 15``;
+  ``transform`` is applied to every listed and watched object before it is stored or handed to the
+  handlers (client-go's ``SetTransform``), so a cache keeps only what its readers need.
   - ``async run()`` -- runs until cancelled.
   - ``add_handler(handler)``; ``synced`` and ``async wait_synced()``; ``resource_version``;
     ``list_count`` (lists done), ``stall_count``; ``last_error`` (``None`` once a step succeeds).
@@ -39,7 +41,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kube.api import KubeApi, WatchEvent
+from kube.api import KubeApi, Transform, WatchEvent
 from kube.errors import ApiError, Forbidden, Gone, Unauthorized
 from kube.resources import Resource
 from kube.store import Store, object_key
@@ -87,6 +89,7 @@ class Reflector:
         page_size: int = 500,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
+        transform: Transform | None = None,
     ) -> None:
         if watch_timeout_seconds <= 0:
             raise ValueError("watch_timeout_seconds must be positive")
@@ -104,6 +107,7 @@ class Reflector:
         self._page_size = page_size
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
+        self._transform = transform
         self._synced = asyncio.Event()
         self._resource_version = ""
         self._list_count = 0
@@ -198,7 +202,7 @@ class Reflector:
     async def _list_and_replace(self) -> None:
         listed, resource_version = await self._api.list_all(
             self._res, self._namespace, label_selector=self._label_selector,
-            field_selector=self._field_selector, page_size=self._page_size,
+            field_selector=self._field_selector, page_size=self._page_size, transform=self._transform,
         )
         items = [obj for obj in listed if _has_name(obj)]
         if len(items) != len(listed):
@@ -257,6 +261,8 @@ class Reflector:
             return
         obj.setdefault("apiVersion", self._res.api_version)
         obj.setdefault("kind", self._res.kind)
+        if self._transform is not None:
+            obj = self._transform(obj)
         try:
             key = object_key(obj)
         except ValueError:

@@ -22,7 +22,7 @@ from kube.errors import ConfigError
 from kube.logs import configure_json_logging
 from kube.ops import OpsServer
 from webhook.app import build_app
-from webhook.cache import AdmissionViewListingApi, TFJobCache
+from webhook.cache import TFJobCache
 from webhook.certmanage import SelfManagedCertificates
 from webhook.config import WebhookConfig, parse_config
 from webhook.metrics import WebhookMetrics
@@ -46,7 +46,7 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
     client = await make_api_client(config.kubeconfig)
     api = KubeApi(client, user_agent="tfgang-webhook", request_timeout=config.api_timeout)
     # Same client, separate rate limiter: the watch never starves GETs made on a cache miss.
-    list_api = AdmissionViewListingApi(client, user_agent="tfgang-webhook")
+    list_api = KubeApi(client, user_agent="tfgang-webhook")
     cache = TFJobCache(api, namespace=config.namespace, list_api=list_api)
     metrics.cached_tfjobs.set_function(lambda: len(cache.store))
     shutting_down = False

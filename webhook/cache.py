@@ -123,65 +123,29 @@ def _replica_view(replica_spec: object) -> dict[str, Any] | None:
     return view
 
 
-class AdmissionViewStore(Store):
-    """A ``Store`` that keeps the ``admission_view`` of every object it is given."""
-
-    def upsert(self, obj: dict[str, Any]) -> dict[str, Any] | None:
-        return super().upsert(admission_view(obj))
-
-
-class AdmissionViewListingApi(KubeApi):
-    """A ``KubeApi`` whose ``list_all`` keeps only the admission view of each item, page by page.
-
-    The reflector lists every TFJob before it fills the store; with full objects that list alone
-    would hold every pod template of every job at once (over 100 MiB for 10,000 seed-like jobs), a
-    peak the process would keep as RSS. Trimming each page as it arrives bounds it to one page.
-    """
-
-    async def list_all(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        page_size: int = 500,
-    ) -> tuple[list[dict[str, Any]], str]:
-        items: list[dict[str, Any]] = []
-        continue_token: str | None = None
-        while True:
-            page = await self.list(
-                res,
-                namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                limit=page_size,
-                continue_token=continue_token,
-            )
-            for item in page.get("items") or ():
-                if isinstance(item, dict):
-                    item.setdefault("apiVersion", res.api_version)
-                    item.setdefault("kind", res.kind)
-                    items.append(admission_view(item))
-            metadata = page.get("metadata") or {}
-            continue_token = metadata.get("continue") or None
-            if continue_token is None:
-                return items, str(metadata.get("resourceVersion") or "")
-
-
 class TFJobCache:
-    """``api`` answers GETs on a miss; the watch and list go through ``list_api`` when given
-    (an ``AdmissionViewListingApi`` sharing the client), else through ``api``."""
+    """Keeps the ``admission_view`` of every TFJob, fed by a watch. ``api`` answers GETs on a miss;
+    the watch and list go through ``list_api`` when given (a second ``KubeApi`` on the same client,
+    so its rate limiter never starves those GETs), else through ``api``.
+
+    The view is taken as each list page arrives (the reflector's transform): with full objects
+    the first list alone would hold every pod template of every job at once (over 100 MiB for
+    10,000 seed-like jobs), a peak the process would keep as RSS."""
 
     def __init__(
         self, api: KubeApi, *, namespace: str | None = None, list_api: KubeApi | None = None
     ) -> None:
         self._api = api
-        self._store = AdmissionViewStore()
+        self._store = Store()
         # Small pages: each page is decoded whole before it is trimmed, so the page size bounds
         # the transient memory of a (re)list.
         self._reflector = Reflector(
-            list_api or api, TFJOBS, self._store, namespace=namespace, page_size=LIST_PAGE_SIZE
+            list_api or api,
+            TFJOBS,
+            self._store,
+            namespace=namespace,
+            page_size=LIST_PAGE_SIZE,
+            transform=admission_view,
         )
         self.misses = 0
 
@@ -217,9 +181,9 @@ class StaticJobs:
     """A fixed set of TFJobs (tests, benchmarks): the lookup without an API server."""
 
     def __init__(self, jobs: list[dict[str, Any]]) -> None:
-        self._store = AdmissionViewStore()
+        self._store = Store()
         for job in jobs:
-            self._store.upsert(job)
+            self._store.upsert(admission_view(job))
 
     async def get(self, namespace: str, name: str) -> TFJob | None:
         return cast(TFJob | None, self._store.get(f"{namespace}/{name}"))

@@ -121,3 +121,25 @@ async def test_compaction_makes_the_reflector_relist_and_the_store_stays_exact(
     assert recorder.names("DELETED") == ["a"]
     assert sorted(recorder.names("ADDED")) == ["a", "b", "c", "d", "e"]
     assert recorder.names("MODIFIED") == ["b"]
+
+
+async def test_the_transform_trims_listed_and_watched_objects_before_the_store_keeps_them(
+    kube_api: KubeApi, namespace: str, running: Callable[[Reflector], None]
+) -> None:
+    def without_data(obj: dict[str, Any]) -> dict[str, Any]:
+        obj.pop("data", None)
+        return obj
+
+    await kube_api.create(CONFIGMAPS, configmap("listed", "x"), namespace)
+    store = Store()
+    recorder = Recorder()
+    reflector = Reflector(kube_api, CONFIGMAPS, store, namespace=namespace, handlers=[recorder],
+                          watch_timeout_seconds=5, transform=without_data)
+    running(reflector)
+    await asyncio.wait_for(reflector.wait_synced(), 10)
+    await kube_api.create(CONFIGMAPS, configmap("watched", "x"), namespace)
+    await until(lambda: store.get(f"{namespace}/watched") is not None)
+    for name in ("listed", "watched"):
+        cached = store.get(f"{namespace}/{name}")
+        assert cached is not None and "data" not in cached and cached["metadata"]["name"] == name
+    assert recorder.names("ADDED") == ["listed", "watched"]
