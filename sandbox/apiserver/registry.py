@@ -131,6 +131,15 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     ),
     _builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
     _builtin(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        "PodDisruptionBudget",
+        short_names=("pdb",),
+        subresources=("status",),
+    ),
+    _builtin(
         "scheduling.k8s.io",
         "v1",
         "priorityclasses",

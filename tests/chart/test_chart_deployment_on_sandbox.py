@@ -241,9 +241,8 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
                 for name in (NAMESPACE, JOB_NAMESPACE)
             ]
-            # No Deployments (this test runs their containers itself) and no PodDisruptionBudget
-            # (the sandbox has no policy/v1).
-            applied = [o for o in objects if o["kind"] not in ("Deployment", "PodDisruptionBudget")]
+            # No Deployments: this test runs their containers itself.
+            applied = [o for o in objects if o["kind"] != "Deployment"]
             kubectl(cluster.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(namespaces + applied))
 
             webhook_port = free_port()
