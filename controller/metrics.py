@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kube.workqueue import PrometheusWorkQueueMetrics
 from tfjob.constants import CONTROLLER_NAME, FRAMEWORK
+from tfjob.planner import COUNTER_FAILED_PODS
 
 # The planner's counter names -> upstream's job counters (reference §7.1).
 JOB_COUNTERS = {
@@ -31,6 +32,9 @@ class ControllerMetrics:
         }
         self.created_pods = Counter("created_pods", "Number of pods created", registry=r)
         self.deleted_pods = Counter("deleted_pods", "Number of pods deleted", registry=r)
+        self.failed_pods = Counter(
+            "failed_pods", "Number of failed pods deleted to be recreated", registry=r
+        )
         self.service_creation_succeeded = Counter(
             "succeeded_service_creation", "Number of services created", registry=r
         )
@@ -62,6 +66,10 @@ class ControllerMetrics:
         )
 
     def count_job(self, counter: str, namespace: str) -> None:
+        """Count one of the planner's increments (``Plan.counters``)."""
+        if counter == COUNTER_FAILED_PODS:
+            self.failed_pods.inc()
+            return
         metric = self._job_counters.get(counter)
         if metric is not None:
             metric.labels(job_namespace=namespace, framework=FRAMEWORK).inc()

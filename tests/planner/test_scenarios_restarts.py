@@ -47,6 +47,7 @@ def test_s33_retryable_exit_code_restarts_the_pod() -> None:
         (e.type, e.reason, e.message) for e in restart.events
     ]
     assert cluster.job["status"]["replicaStatuses"]["Worker"] == {"failed": 1}
+    assert sorted(restart.counters) == ["failed_pods", "jobs_restarted"]
     recreate = cluster.reconcile()
     assert [action.name for action in recreate.actions if isinstance(action, CreatePod)] == ["tj-worker-0"]
     assert cluster.conditions[-1] == ("Restarting", "True")

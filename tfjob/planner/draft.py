@@ -16,6 +16,8 @@ COUNTER_SUCCESSFUL = "jobs_successful"
 COUNTER_FAILED = "jobs_failed"
 COUNTER_RESTARTED = "jobs_restarted"
 COUNTER_DELETED = "jobs_deleted"
+# A pod that reached phase Failed and is deleted to be recreated (upstream's failed_pods_total).
+COUNTER_FAILED_PODS = "failed_pods"
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from tfjob.planner.cleanup import (
     suspend,
 )
 from tfjob.planner.conditions import TRUE, find_condition, is_finished
-from tfjob.planner.draft import COUNTER_CREATED, COUNTER_RESTARTED, Draft, Plan
+from tfjob.planner.draft import COUNTER_CREATED, COUNTER_FAILED_PODS, COUNTER_RESTARTED, Draft, Plan
 from tfjob.planner.exitcodes import tensorflow_exit_code
 from tfjob.planner.facts import JobFacts, read_facts
 from tfjob.planner.gang import sync_gang
@@ -261,6 +261,7 @@ def _reconcile_pods(
         draft.act(DeletePod(object_name(pod), object_uid(pod)))
         draft.emit(WARNING, REASON_RESTARTING, restarting_verdict(facts, analysis.rtype).message)
         draft.count(COUNTER_RESTARTED)
+        draft.count(COUNTER_FAILED_PODS)
         _count_recreation(draft, analysis.rtype)
     for pod in analysis.scale_down:
         draft.act(DeletePod(object_name(pod), object_uid(pod)))
