@@ -34,10 +34,10 @@ from typing import Any
 
 import aiohttp
 import yaml
+from perfdoc import section_markers, write_section
 
 REPO = Path(__file__).resolve().parent.parent
-MARK_BEGIN = "<!-- bench:apiserver -->"
-MARK_END = "<!-- /bench:apiserver -->"
+MARK_BEGIN, MARK_END = section_markers("apiserver")
 NAMESPACE = "default"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
@@ -239,17 +239,6 @@ def section(args: argparse.Namespace, results: dict[str, Any]) -> str:
     )
 
 
-def write_section(path: Path, text: str) -> None:
-    current = path.read_text() if path.exists() else "# Performance\n"
-    if MARK_BEGIN in current and MARK_END in current:
-        before = current[: current.index(MARK_BEGIN)]
-        after = current[current.index(MARK_END) + len(MARK_END) :]
-        updated = before + text + after
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text + "\n"
-    path.write_text(updated)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=10_000)
@@ -270,7 +259,7 @@ def main() -> int:
     text = section(args, results)
     print(text)
     if not args.no_write:
-        write_section(REPO / "docs" / "performance.md", text)
+        write_section(REPO / "docs" / "performance.md", "apiserver", text)
     return 0
 
 

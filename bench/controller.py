@@ -34,6 +34,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from perfdoc import section_markers, write_section  # noqa: E402
+
 from controller.resources import TFJOBS  # noqa: E402
 from kube.api import KubeApi  # noqa: E402
 from kube.client import make_api_client  # noqa: E402
@@ -45,8 +47,7 @@ from tests.integration.cluster import container_status, load_seed  # noqa: E402
 from tests.integration.operator import controller_process  # noqa: E402
 
 NAMESPACE = "default"
-MARK_BEGIN = "<!-- bench:controller -->"
-MARK_END = "<!-- /bench:controller -->"
+MARK_BEGIN, MARK_END = section_markers("controller")
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -270,17 +271,6 @@ def render(result: dict[str, Any]) -> str:
     )
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else "# Performance\n"
-    if MARK_BEGIN in text and MARK_END in text:
-        before, rest = text.split(MARK_BEGIN, 1)
-        _, after = rest.split(MARK_END, 1)
-        text = before + section + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000)
@@ -292,7 +282,7 @@ def main() -> int:
     section = render(result)
     print(section)
     if not args.no_write:
-        write_section(REPO / "docs" / "performance.md", section)
+        write_section(REPO / "docs" / "performance.md", "controller", section)
     return 0
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from perfdoc import section_markers, write_section
 
 from certs.authority import new_ca
 from certs.files import write_cert_dir
@@ -45,8 +46,7 @@ from certs.serving import issue_serving_certificate
 from tfjob.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
-MARK_BEGIN = "<!-- bench:webhook -->"
-MARK_END = "<!-- /bench:webhook -->"
+MARK_BEGIN, MARK_END = section_markers("webhook")
 NAMESPACE = "bench"
 PRIORITY = -10  # nice value for the webhook and the load generator (needs root; else left as is)
 
@@ -700,17 +700,6 @@ Re-run with `python bench/webhook.py` (about a minute; `--no-write` only prints)
 {MARK_END}"""
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else "# Performance\n"
-    if MARK_BEGIN in text and MARK_END in text:
-        before, rest = text.split(MARK_BEGIN, 1)
-        _, after = rest.split(MARK_END, 1)
-        text = before + section + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def _unshadow_webhook_package() -> None:
     """Run as a script, this file (bench/webhook.py) would shadow the webhook package it measures."""
     here = Path(__file__).resolve().parent
@@ -731,7 +720,7 @@ def main() -> int:
     section = render(result)
     print(section)
     if not args.no_write:
-        write_section(REPO / "docs" / "performance.md", section)
+        write_section(REPO / "docs" / "performance.md", "webhook", section)
     return 0
 
 
