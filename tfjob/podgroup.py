@@ -28,10 +28,14 @@ SCHEDULER_PLUGINS_PODGROUP_API_VERSION: Final = "scheduling.x-k8s.io/v1alpha1"
 
 def min_member(job: TFJob) -> int:
     """``schedulingPolicy.minAvailable`` if set, else the total replicas over every type."""
-    min_available = _scheduling_policy(job).get("minAvailable")
+    return _min_member(with_defaults(job))
+
+
+def _min_member(defaulted: TFJob) -> int:
+    min_available = _scheduling_policy(defaulted).get("minAvailable")
     if isinstance(min_available, int) and not isinstance(min_available, bool):
         return min_available
-    return sum(_replica_count(spec) for spec in _replica_specs(with_defaults(job)).values())
+    return sum(_replica_count(spec) for spec in _replica_specs(defaulted).values())
 
 
 def min_resources(job: TFJob, min_member: int, priority_values: Mapping[str, int]) -> dict[str, str]:
@@ -40,7 +44,11 @@ def min_resources(job: TFJob, min_member: int, priority_values: Mapping[str, int
     Types go highest PriorityClass value first (an unnamed or unknown class counts as 0); ties in
     the order Chief, Master, PS, Worker, Evaluator, then other types by name.
     """
-    replica_specs = _replica_specs(with_defaults(job))
+    return _min_resources(with_defaults(job), min_member, priority_values)
+
+
+def _min_resources(defaulted: TFJob, min_member: int, priority_values: Mapping[str, int]) -> dict[str, str]:
+    replica_specs = _replica_specs(defaulted)
 
     def order(key: str) -> tuple[int, int, str]:
         class_name = _pod_spec(replica_specs[key]).get("priorityClassName")
@@ -67,13 +75,15 @@ def desired_podgroup(job: TFJob, priority_values: Mapping[str, int], settings: S
     """The PodGroup the job needs: Volcano v1beta1, or scheduler-plugins v1alpha1 (reference §6.2)."""
     if not settings.gang_enabled:
         raise ValueError("gang scheduling is off: a job has no PodGroup")
-    policy = _scheduling_policy(job)
-    members = min_member(job)
+    # Defaulted once here rather than in each helper: this runs on every pass of every job.
+    defaulted = with_defaults(job)
+    policy = _scheduling_policy(defaulted)
+    members = _min_member(defaulted)
     explicit_resources = policy.get("minResources")
     resources = (
         sum_resources([explicit_resources])
         if isinstance(explicit_resources, dict)
-        else min_resources(job, members, priority_values)
+        else _min_resources(defaulted, members, priority_values)
     )
     job_metadata = job.get("metadata") or {}
     metadata: JSONDict = {
