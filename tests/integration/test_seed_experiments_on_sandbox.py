@@ -64,6 +64,20 @@ class StateRecorder:
         return state
 
 
+async def _start_seed_and_run_its_pods(cluster: Cluster, experiment: str) -> StateRecorder:
+    """The seed's TFJob created, admitted by "Volcano" and its four pods Running, as in the
+    transcript's first seconds; returns the recorder of the job's distinct states so far."""
+    await cluster.create_job(load_seed(experiment, "tftest", cluster.namespace))
+    states = StateRecorder(cluster, "tftest")
+    await eventually(lambda: _is(states.sample(), "Created"), what="Created")
+    await admit_and_wait_for_pods(cluster, "tftest", 4)
+    await cluster.set_podgroup_phase("tftest", "Running", running=4)
+    await cluster.run_pods(PODS)
+    await wait_for_state(cluster, "tftest", "Running")
+    await states.sample()
+    return states
+
+
 async def test_seed_normal_run_succeeds_keeps_pods_and_stays_within_the_write_budget(
     cluster: Cluster, controller_kubeconfig: str, apiserver: Any
 ) -> None:
@@ -119,14 +133,7 @@ async def test_seed_worker_failure_fails_by_backoff_limit_and_removes_every_pod(
 ) -> None:
     ns = cluster.namespace
     async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
-        await cluster.create_job(load_seed("worker-failure", "tftest", ns))
-        states = StateRecorder(cluster, "tftest")
-        await eventually(lambda: _is(states.sample(), "Created"), what="Created")
-        await admit_and_wait_for_pods(cluster, "tftest", 4)
-        await cluster.set_podgroup_phase("tftest", "Running", running=4)
-        await cluster.run_pods(PODS)
-        await wait_for_state(cluster, "tftest", "Running")
-        await states.sample()
+        states = await _start_seed_and_run_its_pods(cluster, "worker-failure")
 
         # The transcript's pod lines, in order (worker-0 exits 1 under OnFailure: restarted in place).
         steps: list[tuple[str, str, dict[str, Any]]] = [
@@ -171,14 +178,7 @@ async def test_seed_ps_failure_still_succeeds_and_the_ps_keeps_running(
 ) -> None:
     ns = cluster.namespace
     async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
-        await cluster.create_job(load_seed("ps-failure", "tftest", ns))
-        states = StateRecorder(cluster, "tftest")
-        await eventually(lambda: _is(states.sample(), "Created"), what="Created")
-        await admit_and_wait_for_pods(cluster, "tftest", 4)
-        await cluster.set_podgroup_phase("tftest", "Running", running=4)
-        await cluster.run_pods(PODS)
-        await wait_for_state(cluster, "tftest", "Running")
-        await states.sample()
+        states = await _start_seed_and_run_its_pods(cluster, "ps-failure")
         # The PS (restartPolicy Always) exits 1 and is restarted in place, once before the workers end.
         await cluster.set_pod("tftest-ps-0", "Running", container_status("terminated", exit_code=1))
         await cluster.set_pod("tftest-ps-0", "Running", container_status("running", restart_count=1))
