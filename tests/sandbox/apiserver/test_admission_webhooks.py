@@ -159,6 +159,18 @@ def webhook() -> Iterator[Webhook]:
         yield hook
 
 
+async def kubectl_create(kubectl: Kubectl, obj: dict[str, Any]) -> tuple[asyncio.subprocess.Process, bytes]:
+    """``kubectl create -f -`` without blocking the loop the in-process webhook answers on."""
+    process = await asyncio.create_subprocess_exec(
+        *kubectl.command("create", "-f", "-"),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _out, err = await process.communicate(json.dumps(obj).encode())
+    return process, err
+
+
 async def test_mutating_webhook_patches_matching_pods_only(api_client: ApiClient, webhook: Webhook) -> None:
     admission = client.AdmissionregistrationV1Api(api_client)
     core = client.CoreV1Api(api_client)
@@ -242,13 +254,7 @@ async def test_denial_reaches_kubectl_in_kube_apiserver_wording(
         )
     )
     try:
-        process = await asyncio.create_subprocess_exec(
-            *kubectl.command("create", "-f", "-"),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        _out, err = await process.communicate(json.dumps(pod("denied")).encode())
+        process, err = await kubectl_create(kubectl, pod("denied"))
         assert process.returncode != 0
         assert err.decode().strip() == (
             'Error from server: error when creating "STDIN": admission webhook "deny.example.com" denied the '
@@ -269,13 +275,7 @@ async def test_warnings_come_back_as_warning_headers(
         )
     )
     try:
-        process = await asyncio.create_subprocess_exec(
-            *kubectl.command("create", "-f", "-"),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        _out, err = await process.communicate(json.dumps(pod("warned")).encode())
+        process, err = await kubectl_create(kubectl, pod("warned"))
         assert process.returncode == 0, err
         assert "Warning: TF_CONFIG kept as the user set it" in err.decode()
     finally:
