@@ -148,7 +148,8 @@ class Scheduler:
                 await reflector.wait_synced()
             for reflector in volcano:
                 try:
-                    await asyncio.wait_for(reflector.wait_synced(), self._options.volcano_sync_grace)
+                    async with asyncio.timeout(self._options.volcano_sync_grace):
+                        await reflector.wait_synced()
                 except TimeoutError:
                     logger.warning(
                         "no PodGroups or Queues listed yet (%s); scheduling meanwhile", reflector.last_error
@@ -164,8 +165,11 @@ class Scheduler:
         origin = time.monotonic()
         tick = max(self._options.min_interval, 1e-3)
         while True:
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
+            # that arrives as the wake-up does, and the scheduler would then never stop.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self._options.period)
+                async with asyncio.timeout(self._options.period):
+                    await self._wake.wait()
             now = time.monotonic()
             await asyncio.sleep(max(0.0, origin + math.ceil((now - origin) / tick) * tick - now))
             self._wake.clear()
