@@ -126,9 +126,12 @@ async def test_two_controllers_only_the_leader_acts_and_the_follower_takes_over(
         assert controller_writes(apiserver, follower, ns) == [], "the follower wrote nothing"
 
         # The leader dies without releasing its Lease: the follower waits out the lease duration.
-        leader_writes = len(controller_writes(apiserver, leader, ns))
         killed_at = time.monotonic()
-        (process_a if leader == "replica-a" else process_b).kill()
+        dead = process_a if leader == "replica-a" else process_b
+        dead.kill()
+        dead.wait(timeout=10)
+        # Counted once the process is gone: a write already in flight at the kill may still land.
+        leader_writes = len(controller_writes(apiserver, leader, ns))
         await cluster.create_job(simple_job("after", ns))
         await eventually(lambda: cluster.podgroup("after"), within=15, what="the new leader acting")
         took_over = time.monotonic() - killed_at
