@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +48,58 @@ async def test_a_sandbox_kubeconfig_yields_a_working_client(sandbox_apiserver: A
         assert namespaces["kind"] == "NamespaceList"
     finally:
         await api.close()
+
+
+async def test_the_session_never_looks_up_netrc_or_proxies_per_request(sandbox_apiserver: Any) -> None:
+    client = await make_api_client(str(sandbox_apiserver.kubeconfig))
+    try:
+        assert client.rest_client.pool_manager.trust_env is False
+        assert (await KubeApi(client).list(NAMESPACES))["kind"] == "NamespaceList"
+    finally:
+        await client.close()
+
+
+async def _proxy_that_records(first_lines: list[bytes]) -> asyncio.Server:
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        first_lines.append(await reader.readline())
+        writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(record, "127.0.0.1", 0)
+
+
+async def test_a_proxy_from_the_environment_is_still_used(
+    sandbox_apiserver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first_lines: list[bytes] = []
+    async with await _proxy_that_records(first_lines) as proxy:
+        port = proxy.sockets[0].getsockname()[1]
+        for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{port}")
+        api = KubeApi(await make_api_client(str(sandbox_apiserver.kubeconfig)))
+        try:
+            with pytest.raises(Exception):  # noqa: B017 - the recording proxy refuses the tunnel
+                await api.list(NAMESPACES)
+        finally:
+            await api.close()
+    host = sandbox_apiserver.url.split("://", 1)[1].rstrip("/")
+    assert first_lines and first_lines[0].startswith(f"CONNECT {host} ".encode())
+
+
+async def test_no_proxy_from_the_environment_is_honoured(
+    sandbox_apiserver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first_lines: list[bytes] = []
+    async with await _proxy_that_records(first_lines) as proxy:
+        port = proxy.sockets[0].getsockname()[1]
+        monkeypatch.delenv("HTTPS_PROXY", raising=False)
+        monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{port}")
+        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+        api = KubeApi(await make_api_client(str(sandbox_apiserver.kubeconfig)))
+        try:
+            assert (await api.list(NAMESPACES))["kind"] == "NamespaceList"
+        finally:
+            await api.close()
+    assert first_lines == []
