@@ -12,6 +12,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY kubeobjects/ kubeobjects/
 COPY tfjob/ tfjob/
 COPY kube/ kube/
 COPY certs/ certs/

@@ -12,17 +12,17 @@ Every action may be retried after a crash or a lost answer, so:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS, podgroup_resource
-from controller.writes import OwnWrites, controller_uid
+from controller.writes import OwnWrites
 from kube.api import KubeApi
 from kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kube.patches import PatchType
 from kube.resources import PODS, SERVICES, Resource
+from kubeobjects.meta import Meta
 from tfjob.planner import Observed
 from tfjob.planner.actions import (
     Action,
@@ -55,16 +55,11 @@ class NotOurs(Exception):
     """A create met an existing object of that name that is not a live child of this job."""
 
 
-def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    metadata = obj.get("metadata") if obj is not None else None
-    return metadata if isinstance(metadata, Mapping) else {}
-
-
 def _uid_of(objects: Any, name: str) -> str | None:
     for obj in objects or ():
-        if _meta(obj).get("name") == name:
-            uid = _meta(obj).get("uid")
-            return str(uid) if uid else None
+        meta = Meta(obj)
+        if meta.name == name:
+            return meta.uid or None
     return None
 
 
@@ -121,8 +116,8 @@ class ActionRunner:
 
     async def _dispatch(self, observed: Observed, action: Action) -> Result:
         job = observed.job
-        namespace = str(_meta(job).get("namespace") or "")
-        job_uid = str(_meta(job).get("uid") or "")
+        meta = Meta(job)
+        namespace, job_uid = meta.namespace, meta.uid
         if isinstance(action, CreatePodGroup):
             return await self._create(self._podgroups, dict(action.podgroup), namespace, job_uid)
         if isinstance(action, PatchPodGroup):
@@ -133,7 +128,7 @@ class ActionRunner:
             self._metrics.api_writes.labels(resource=self._podgroups.plural, verb="patch").inc()
             return "patched"
         if isinstance(action, DeletePodGroup):
-            uid = str(_meta(observed.podgroup).get("uid") or "") or None
+            uid = Meta(observed.podgroup).uid or None
             return await self._delete(self._podgroups, action.name, namespace, uid, job_uid)
         if isinstance(action, CreatePod):
             return await self._create(PODS, dict(action.pod), namespace, job_uid)
@@ -150,16 +145,16 @@ class ActionRunner:
 
     async def _create(self, res: Resource, body: dict[str, Any], namespace: str, job_uid: str) -> Result:
         """Create ``body``, or find it already there as ours."""
-        name = str(_meta(body).get("name") or "")
+        name = Meta(body).name
         try:
             created = await self._api.create(res, body, namespace)
         except AlreadyExists:
             existing = await self._api.get(res, name, namespace)
-            if controller_uid(existing) != job_uid:
+            if Meta(existing).controller_uid != job_uid:
                 raise NotOurs(
                     f"{res.kind} {namespace}/{name} already exists and is not controlled by this job"
                 ) from None
-            if _meta(existing).get("deletionTimestamp"):
+            if Meta(existing).deleting:
                 # Ours, but on its way out: the next pass makes a new one once it is gone.
                 raise NotOurs(f"{res.kind} {namespace}/{name} is still terminating") from None
             logger.info("%s %s/%s already exists and is ours", res.kind, namespace, name)

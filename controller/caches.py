@@ -24,6 +24,7 @@ from kube.api import KubeApi
 from kube.reflector import Reflector
 from kube.resources import PODS, PRIORITY_CLASSES, SERVICES, Resource
 from kube.store import Store, object_key
+from kubeobjects.meta import Meta
 from tfjob.planner import Observed
 from tfjob.settings import Settings
 
@@ -32,11 +33,6 @@ logger = logging.getLogger(__name__)
 JOB_INDEX = "job"
 
 EnqueueKey = Callable[[str], None]
-
-
-def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    metadata = obj.get("metadata") if obj is not None else None
-    return metadata if isinstance(metadata, Mapping) else {}
 
 
 def _priority_value(obj: Mapping[str, Any]) -> int:
@@ -148,16 +144,14 @@ class JobCaches:
 
     def observe(self, job: dict[str, Any]) -> Observed:
         """The job's children as this controller should see them, its own writes included."""
-        metadata = _meta(job)
-        namespace = str(metadata.get("namespace") or "")
-        name = str(metadata.get("name") or "")
-        uid = str(metadata.get("uid") or "")
+        meta = Meta(job)
+        namespace, name, uid = meta.namespace, meta.name, meta.uid
         key = f"{namespace}/{name}"
         pods = self.writes.view_owned(PODS.plural, uid, self.pods.by_index(JOB_INDEX, key))
         services = self.writes.view_owned(SERVICES.plural, uid, self.services.by_index(JOB_INDEX, key))
         podgroup = self.writes.view(self.podgroup_resource.plural, namespace, name, self.podgroups.get(key))
         priority_values = {
-            str(_meta(pc).get("name")): _priority_value(pc) for pc in self.priority_classes.list()
+            Meta(pc).name: _priority_value(pc) for pc in self.priority_classes.list()
         }
         return Observed(
             job=job,  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kube.resources import PODGROUPS_V1BETA1, Resource
+from kubeobjects.meta import Meta
 from tfjob.constants import (
     API_VERSION,
     CONTROLLER_NAME,
@@ -31,38 +32,27 @@ def podgroup_resource(settings: Settings) -> Resource:
 CHILD_LABEL_SELECTOR = f"{LABEL_OPERATOR_NAME}={CONTROLLER_NAME}"
 
 
-def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    metadata = obj.get("metadata")
-    return metadata if isinstance(metadata, Mapping) else {}
-
-
 def job_key_of_child(obj: Mapping[str, Any]) -> str | None:
     """The key of the TFJob that controls ``obj``: its controller ownerReference, else its job label.
 
     The label fallback covers a child whose owner reference was removed, which upstream's
     ownership filter then ignores; the planner decides what to do with it.
     """
-    metadata = _metadata(obj)
-    namespace = metadata.get("namespace")
-    if not isinstance(namespace, str) or not namespace:
+    meta = Meta(obj)
+    namespace = meta.namespace
+    if not namespace:
         return None
-    for reference in metadata.get("ownerReferences") or ():
-        if isinstance(reference, Mapping) and reference.get("controller") is True:
-            if reference.get("kind") == KIND and reference.get("apiVersion") == API_VERSION:
-                return f"{namespace}/{reference.get('name')}"
-            return None  # controlled by something else: not ours
-    labels = metadata.get("labels")
-    job_name = labels.get(LABEL_JOB_NAME) if isinstance(labels, Mapping) else None
-    if isinstance(job_name, str) and job_name:
-        return f"{namespace}/{job_name}"
-    return None
+    reference = meta.controller
+    if reference is not None:
+        if reference.get("kind") == KIND and reference.get("apiVersion") == API_VERSION:
+            return f"{namespace}/{reference.get('name')}"
+        return None  # controlled by something else: not ours
+    job_name = meta.label(LABEL_JOB_NAME)
+    return f"{namespace}/{job_name}" if job_name else None
 
 
 def job_label_index(obj: dict[str, Any]) -> list[str]:
     """Store index function: ``namespace/job-name`` from the job-name label."""
-    metadata = _metadata(obj)
-    labels = metadata.get("labels")
-    job_name = labels.get(LABEL_JOB_NAME) if isinstance(labels, Mapping) else None
-    if isinstance(job_name, str) and job_name:
-        return [f"{metadata.get('namespace') or ''}/{job_name}"]
-    return []
+    meta = Meta(obj)
+    job_name = meta.label(LABEL_JOB_NAME)
+    return [f"{meta.namespace}/{job_name}"] if job_name else []

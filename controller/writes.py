@@ -23,21 +23,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kubeobjects.meta import Meta
+from kubeobjects.times import format_time
+
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (resource, namespace, name)
 
 
-def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    metadata = obj.get("metadata") if obj is not None else None
-    return metadata if isinstance(metadata, Mapping) else {}
-
-
-def controller_uid(obj: Mapping[str, Any]) -> str:
-    """The uid in ``obj``'s controller ownerReference, or ""."""
-    for reference in _meta(obj).get("ownerReferences") or ():
-        if isinstance(reference, Mapping) and reference.get("controller") is True:
-            return str(reference.get("uid") or "")
-    return ""
+def _key(resource: str, obj: Mapping[str, Any]) -> Key:
+    meta = Meta(obj)
+    return (resource, meta.namespace, meta.name)
 
 
 def version_at_least(candidate: str, reference: str) -> bool:
@@ -61,18 +56,18 @@ class _Entry:
 
     def apply(self, cached: Obj | None) -> Obj | None:
         if self.written is None:
-            if cached is None or str(_meta(cached).get("uid") or "") != self.uid:
-                return cached
-            if _meta(cached).get("deletionTimestamp"):
+            meta = Meta(cached)
+            if cached is None or meta.uid != self.uid or meta.deleting:
                 return cached
             terminating = copy.copy(cached)
-            terminating["metadata"] = dict(_meta(cached))
-            terminating["metadata"]["deletionTimestamp"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            terminating["metadata"] = dict(meta.raw)
+            terminating["metadata"]["deletionTimestamp"] = format_time(datetime.now(UTC))
             return terminating
-        if cached is not None and str(_meta(cached).get("uid") or "") == self.uid:
-            cached_version = str(_meta(cached).get("resourceVersion") or "")
-            if version_at_least(cached_version, self.resource_version):
-                return cached
+        meta = Meta(cached)
+        if cached is not None and meta.uid == self.uid and version_at_least(
+            meta.resource_version, self.resource_version
+        ):
+            return cached
         return self.written
 
 
@@ -105,15 +100,14 @@ class OwnWrites:
 
     def wrote(self, resource: str, obj: Mapping[str, Any]) -> None:
         """Remember an object the API returned from a create, patch or replace."""
-        metadata = _meta(obj)
-        key = (resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        meta = Meta(obj)
         self._put(
-            key,
+            _key(resource, obj),
             _Entry(
                 written=dict(obj),
-                uid=str(metadata.get("uid") or ""),
-                resource_version=str(metadata.get("resourceVersion") or ""),
-                owner_uid=controller_uid(obj),
+                uid=meta.uid,
+                resource_version=meta.resource_version,
+                owner_uid=meta.controller_uid,
                 at=self._clock(),
             ),
         )
@@ -128,19 +122,19 @@ class OwnWrites:
         True when the event is exactly our own write coming back (same uid and resourceVersion):
         the pass that wrote it already planned with that object, so it brings nothing new.
         """
-        metadata = _meta(obj)
-        key = (resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        key = _key(resource, obj)
         entry = self._entries.get(key)
         if entry is None:
             return False
-        uid = str(metadata.get("uid") or "")
+        meta = Meta(obj)
+        uid = meta.uid
         if entry.written is None:
             if uid != entry.uid or event_type == "DELETED":
                 self._drop(key)
             return False
         if uid != entry.uid:
             return False
-        version = str(metadata.get("resourceVersion") or "")
+        version = meta.resource_version
         if event_type == "DELETED" or version_at_least(version, entry.resource_version):
             self._drop(key)
             return event_type != "DELETED" and version == entry.resource_version
@@ -162,8 +156,7 @@ class OwnWrites:
         """The children of ``owner_uid`` as the controller should see them."""
         by_key: dict[Key, Obj | None] = {}
         for obj in cached:
-            metadata = _meta(obj)
-            by_key[(resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))] = obj
+            by_key[_key(resource, obj)] = obj
         for key in list(self._by_owner.get((resource, owner_uid), ())):
             entry = self._live(key)
             if entry is not None:

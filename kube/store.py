@@ -25,6 +25,8 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from kubeobjects.meta import Meta
+
 __all__ = ["IndexFunc", "Store", "by_label", "by_owner_uid", "object_key", "split_key"]
 
 IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
@@ -33,11 +35,10 @@ logger = logging.getLogger(__name__)
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping) or not metadata.get("name"):
+    meta = Meta(obj)
+    if not meta.name:
         raise ValueError("object has no metadata.name")
-    namespace = metadata.get("namespace")
-    return f"{namespace}/{metadata['name']}" if namespace else str(metadata["name"])
+    return meta.key
 
 
 def split_key(key: str) -> tuple[str | None, str]:
@@ -47,18 +48,15 @@ def split_key(key: str) -> tuple[str | None, str]:
 
 def by_owner_uid(obj: dict[str, Any]) -> list[str]:
     """The uid of the object's controlling owner (ownerReference with ``controller: true``)."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-    return [
-        str(ref["uid"]) for ref in refs if isinstance(ref, dict) and ref.get("controller") and ref.get("uid")
-    ]
+    uid = Meta(obj).controller_uid
+    return [uid] if uid else []
 
 
 def by_label(label_key: str) -> IndexFunc:
     """An index function yielding the value of one label, when present."""
 
     def index(obj: dict[str, Any]) -> list[str]:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        value = labels.get(label_key) if isinstance(labels, dict) else None
+        value = Meta(obj).labels.get(label_key)
         return [str(value)] if value is not None else []
 
     index.__name__ = f"by_label[{label_key}]"

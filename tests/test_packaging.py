@@ -7,7 +7,7 @@ import importlib.metadata
 
 import pytest
 
-ROOMS = ["tfjob", "kube", "certs", "webhook", "controller", "sandbox"]
+ROOMS = ["kubeobjects", "tfjob", "kube", "certs", "webhook", "controller", "sandbox"]
 SCRIPTS = ["tfgang-certs", "tfgang-webhook", "tfgang-controller", "tfgang-sandbox"]
 
 

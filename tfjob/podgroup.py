@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
+from kubeobjects.quantity import parse_quantity, sum_resources
 from tfjob.constants import (
     DEFAULT_QUEUE,
     MIN_RESOURCES_ORDER,
@@ -18,7 +19,6 @@ from tfjob.constants import (
 )
 from tfjob.defaults import canonical_replica_type, with_defaults
 from tfjob.naming import owner_reference
-from tfjob.quantity import parse_quantity, sum_resources
 from tfjob.settings import Settings
 from tfjob.wire import JSONDict, PodGroup, SchedulingPolicy, TFJob
 

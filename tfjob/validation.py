@@ -9,11 +9,12 @@ upstream's order, then tfgang's own (D16).
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubeobjects.meta import mapping
+from kubeobjects.names import DNS1035_LABEL_MAX_LENGTH, dns1035_label_errors, max_length_message
 from tfjob.constants import (
     CHIEF,
     CLEAN_POD_POLICIES,
@@ -38,15 +39,6 @@ DUPLICATE: Final = "Duplicate value"
 # Kinds whose message shows no value (apimachinery's ErrorBody).
 _KINDS_WITHOUT_VALUE: Final = frozenset({REQUIRED, FORBIDDEN})
 
-DNS1035_MAX_LENGTH: Final = 63
-_DNS1035_FORMAT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_PATTERN: Final = re.compile(f"^{_DNS1035_FORMAT}$")
-DNS1035_REGEX_MESSAGE: Final = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-    f"regex used for validation is '{_DNS1035_FORMAT}')"
-)
-DNS1035_LENGTH_MESSAGE: Final = f"must be no more than {DNS1035_MAX_LENGTH} characters"
 # Types that run as a single process: TensorFlow has one chief and one evaluator (D16).
 _SINGLETON_TYPES: Final = (CHIEF, MASTER, EVALUATOR)
 
@@ -85,16 +77,16 @@ def validate_create(job: TFJob) -> list[FieldError]:
 
 def validate_update(old: TFJob, new: TFJob) -> list[FieldError]:
     """Every reason to reject the update ``old`` -> ``new``: the create rules plus immutability."""
-    old_run_policy = _mapping(_mapping(old.get("spec")).get("runPolicy"))
-    new_run_policy = _mapping(_mapping(new.get("spec")).get("runPolicy"))
+    old_run_policy = mapping(mapping(old.get("spec")).get("runPolicy"))
+    new_run_policy = mapping(mapping(new.get("spec")).get("runPolicy"))
     immutable: list[FieldError] = []
     old_managed_by, new_managed_by = old_run_policy.get("managedBy"), new_run_policy.get("managedBy")
     if old_managed_by != new_managed_by:
         immutable.append(
             FieldError(f"{_RUN_POLICY}.managedBy", INVALID, "field is immutable", new_managed_by)
         )
-    old_queue = _mapping(old_run_policy.get("schedulingPolicy")).get("queue") or ""
-    new_queue = _mapping(new_run_policy.get("schedulingPolicy")).get("queue") or ""
+    old_queue = mapping(old_run_policy.get("schedulingPolicy")).get("queue") or ""
+    new_queue = mapping(new_run_policy.get("schedulingPolicy")).get("queue") or ""
     if old_queue != new_queue:
         immutable.append(
             FieldError(f"{_RUN_POLICY}.schedulingPolicy.queue", INVALID, "field is immutable", new_queue)
@@ -103,8 +95,8 @@ def validate_update(old: TFJob, new: TFJob) -> list[FieldError]:
 
 
 def _validate(job: TFJob, immutable_errors: list[FieldError]) -> list[FieldError]:
-    spec = _mapping(job.get("spec"))
-    run_policy = _mapping(spec.get("runPolicy"))
+    spec = mapping(job.get("spec"))
+    run_policy = mapping(spec.get("runPolicy"))
     # Upstream's order (reference §2.1): name, managedBy unchanged, managedBy value, replica specs.
     errors = _name_errors(job)
     errors += immutable_errors
@@ -119,24 +111,14 @@ def _validate(job: TFJob, immutable_errors: list[FieldError]) -> list[FieldError
 
 
 def _name_errors(job: TFJob) -> list[FieldError]:
-    name = _mapping(job.get("metadata")).get("name")
+    name = mapping(job.get("metadata")).get("name")
     problems = dns1035_label_errors(name if isinstance(name, str) else "")
     if not problems:
         return []
     return [FieldError("metadata.name", INVALID, f"should match: {','.join(problems)}", name)]
 
 
-def dns1035_label_errors(value: str) -> list[str]:
-    """apimachinery's IsDNS1035Label messages for ``value``; empty when it is a valid label."""
-    problems = []
-    if len(value) > DNS1035_MAX_LENGTH:
-        problems.append(DNS1035_LENGTH_MESSAGE)
-    if not _DNS1035_PATTERN.match(value):
-        problems.append(DNS1035_REGEX_MESSAGE)
-    return problems
-
-
-def _managed_by_errors(run_policy: dict[str, Any]) -> list[FieldError]:
+def _managed_by_errors(run_policy: Mapping[str, Any]) -> list[FieldError]:
     managed_by = run_policy.get("managedBy")
     if managed_by is None or managed_by in MANAGED_BY_VALUES:
         return []
@@ -182,7 +164,7 @@ def _replica_spec_errors(rtype: str, replica_spec: object) -> list[FieldError]:
         errors.append(FieldError(containers_path, REQUIRED, "must be specified"))
     has_tensorflow = False
     for index, container in enumerate(containers):
-        container = _mapping(container)
+        container = mapping(container)
         if not container.get("image"):
             errors.append(FieldError(f"{containers_path}[{index}].image", REQUIRED, "must be required"))
         has_tensorflow = has_tensorflow or container.get("name") == CONTAINER_NAME
@@ -198,7 +180,7 @@ def _replica_spec_errors(rtype: str, replica_spec: object) -> list[FieldError]:
 # --- tfgang's own rules (D16) -----------------------------------------------------------------------
 
 
-def _replica_spec_value_errors(rtype: str, path: str, replica_spec: dict[str, Any]) -> list[FieldError]:
+def _replica_spec_value_errors(rtype: str, path: str, replica_spec: Mapping[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
     canonical = canonical_replica_type(rtype)
     replicas = replica_spec.get("replicas")
@@ -221,7 +203,7 @@ def _replica_spec_value_errors(rtype: str, path: str, replica_spec: dict[str, An
     return errors
 
 
-def _policy_value_errors(spec: dict[str, Any], run_policy: dict[str, Any]) -> list[FieldError]:
+def _policy_value_errors(spec: Mapping[str, Any], run_policy: Mapping[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
     success_policy = spec.get("successPolicy")
     if success_policy is not None and success_policy not in SUCCESS_POLICIES:
@@ -234,22 +216,22 @@ def _policy_value_errors(spec: dict[str, Any], run_policy: dict[str, Any]) -> li
 
 def _replica_name_length_errors(job: TFJob) -> list[FieldError]:
     """The longest pod/service name must stay a DNS-1035 label, or its creation fails later."""
-    name = _mapping(job.get("metadata")).get("name")
+    name = mapping(job.get("metadata")).get("name")
     if not isinstance(name, str) or dns1035_label_errors(name):
         return []  # the name rule already reported it
-    replica_specs = _mapping(_mapping(job.get("spec")).get("tfReplicaSpecs"))
+    replica_specs = mapping(mapping(job.get("spec")).get("tfReplicaSpecs"))
     longest = ""
     for rtype, replica_spec in replica_specs.items():
-        replicas = _mapping(replica_spec).get("replicas", 1)
+        replicas = mapping(replica_spec).get("replicas", 1)
         if isinstance(replicas, bool) or not isinstance(replicas, int):
             continue
         candidate = replica_name(name, str(rtype), max(replicas - 1, 0))
         longest = max(longest, candidate, key=len)
-    if len(longest) <= DNS1035_MAX_LENGTH:
+    if len(longest) <= DNS1035_LABEL_MAX_LENGTH:
         return []
     detail = (
         f"must be shorter: the replica name {json.dumps(longest)} has {len(longest)} characters, "
-        f"and a DNS-1035 label {DNS1035_LENGTH_MESSAGE}"
+        f"and a DNS-1035 label {max_length_message(DNS1035_LABEL_MAX_LENGTH)}"
     )
     return [FieldError("metadata.name", INVALID, detail, name)]
 
@@ -275,10 +257,6 @@ def _go_value(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
 
 
-def _mapping(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _containers(replica_spec: dict[str, Any]) -> list[Any]:
-    containers = _mapping(_mapping(replica_spec.get("template")).get("spec")).get("containers")
+def _containers(replica_spec: Mapping[str, Any]) -> list[Any]:
+    containers = mapping(mapping(replica_spec.get("template")).get("spec")).get("containers")
     return containers if isinstance(containers, list) else []

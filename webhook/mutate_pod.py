@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kube.patches import escape_json_pointer
+from kubeobjects.meta import Meta, mapping, sequence, text
 from tfjob.constants import (
     CONTAINER_NAME,
     CONTROLLER_NAME,
@@ -80,14 +81,14 @@ def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
     pod = request.object
     if pod is None:
         return deny(REASON_MALFORMED, 400, "the pod CREATE review carries no object")
-    labels = _labels(pod)
-    job_name = labels.get(LABEL_JOB_NAME)
-    if not isinstance(job_name, str) or not job_name:
+    meta = Meta(pod)
+    job_name = meta.label(LABEL_JOB_NAME)
+    if not job_name:
         return allow(REASON_IGNORED)
     # Other Kubeflow operators (PyTorchJob, MPIJob...) label their pods with the same job-name key.
-    if labels.get(LABEL_OPERATOR_NAME, CONTROLLER_NAME) != CONTROLLER_NAME:
+    if meta.labels.get(LABEL_OPERATOR_NAME, CONTROLLER_NAME) != CONTROLLER_NAME:
         return allow(REASON_IGNORED)
-    namespace = request.namespace or _string(_metadata(pod).get("namespace"))
+    namespace = request.namespace or text(meta.raw.get("namespace"))
     if not namespace:
         return deny(REASON_MALFORMED, 400, "the review names no namespace for the pod")
     return PodTarget(namespace=namespace, job_name=job_name, pod=pod)
@@ -106,7 +107,8 @@ def mutate_pod(
             REASON_NO_TFJOB, DENIED, f"TFJob {job_ref} (label {LABEL_JOB_NAME} of the pod) does not exist"
         )
     pod = target.pod
-    labels = _labels(pod)
+    meta = Meta(pod)
+    labels = meta.labels
     type_label = labels.get(LABEL_REPLICA_TYPE)
     rtype = replica_type_key(job, type_label) if isinstance(type_label, str) else None
     if rtype is None:
@@ -132,10 +134,8 @@ def mutate_pod(
             DENIED,
             f"replica index {index} is out of range for {rtype} of TFJob {job_ref} (replicas: {replicas})",
         )
-    spec = _mapping(pod.get("spec"))
-    containers = spec.get("containers")
-    if not isinstance(containers, list):
-        containers = []
+    spec = mapping(pod.get("spec"))
+    containers = sequence(spec.get("containers"))
     position = next(
         (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == CONTAINER_NAME), None
     )
@@ -159,14 +159,14 @@ def mutate_pod(
             _set_entries(
                 patch,
                 "/metadata/annotations",
-                _metadata(pod).get("annotations"),
+                meta.raw.get("annotations"),
                 gang_annotations(target.job_name, rtype),
             )
         else:
             _set_entries(
                 patch,
                 "/metadata/labels",
-                _metadata(pod).get("labels"),
+                meta.raw.get("labels"),
                 {LABEL_SCHEDULER_PLUGINS_POD_GROUP: target.job_name},
             )
         if (
@@ -203,19 +203,6 @@ def _set_entries(patch: list[JSONObject], path: str, current: object, wanted: Ma
             patch.append({"op": "add", "path": f"{path}/{escape_json_pointer(key)}", "value": value})
 
 
-def _mapping(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _metadata(obj: JSONObject) -> dict[str, Any]:
-    return _mapping(obj.get("metadata"))
-
-
-def _labels(obj: JSONObject) -> dict[str, Any]:
-    labels = _metadata(obj).get("labels")
-    return labels if isinstance(labels, dict) else {}
-
-
 def _replica_specs(job: TFJob) -> dict[str, Any]:
     spec: Any = job.get("spec")
     replica_specs = spec.get("tfReplicaSpecs") if isinstance(spec, dict) else None
@@ -229,10 +216,6 @@ def _replicas(replica_spec: object) -> int:
     if replicas is None:
         return 1
     return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
-
-
-def _string(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _quote(value: object) -> str:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from sandbox.apiserver.ages import age, human_duration, name_of, parse_time
+from kubeobjects.meta import Meta
+from kubeobjects.times import age, human_duration, parse_time
 
 JsonObj = dict[str, Any]
 Column = tuple[str, str, str, int]  # name, type, format, priority
@@ -137,7 +138,7 @@ def pod_row(pod: JsonObj, now: datetime.datetime) -> list[Any]:
                     break
         readiness_gates = f"{true_count}/{len(gates)}"
     return [
-        name_of(pod),
+        Meta(pod).name,
         f"{ready}/{total}",
         reason,
         restarts_text,

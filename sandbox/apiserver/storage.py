@@ -76,11 +76,6 @@ class ObjectRef:
     name: str
 
 
-def _meta(obj: JsonObj) -> JsonObj:
-    meta: JsonObj = obj.setdefault("metadata", {})
-    return meta
-
-
 class Storage:
     def __init__(self, watch_window: int = DEFAULT_WATCH_WINDOW) -> None:
         self._revision = 1
@@ -149,7 +144,7 @@ class Storage:
     # --- writes ----------------------------------------------------------------------------------
     def put(self, key: StorageKey, obj: JsonObj, event_type: str) -> JsonObj:
         """Store ``obj`` (ADDED or MODIFIED), stamping a new resourceVersion. ``obj`` must be fresh."""
-        meta = _meta(obj)
+        meta: JsonObj = obj.setdefault("metadata", {})
         namespace = str(meta.get("namespace") or "")
         name = str(meta["name"])
         bucket = self._objects.setdefault(key, {}).setdefault(namespace, {})

@@ -13,8 +13,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from kubeobjects.meta import Meta
+from kubeobjects.times import age, since
 from sandbox.apiserver import conversion, jsonpath
-from sandbox.apiserver.ages import age, name_of, since
 from sandbox.apiserver.podtable import POD_COLUMNS, Column, pod_row
 from sandbox.apiserver.registry import ResourceInfo
 
@@ -52,7 +53,7 @@ def node_row(node: JsonObj, now: datetime.datetime) -> list[Any]:
     external = next((a.get("address") for a in addresses if a.get("type") == "ExternalIP"), "<none>")
     info = status.get("nodeInfo") or {}
     return [
-        name_of(node),
+        Meta(node).name,
         state,
         ",".join(r for r in roles if r) or "<none>",
         age(node, now),
@@ -85,7 +86,7 @@ def service_row(service: JsonObj, now: datetime.datetime) -> list[Any]:
     selector = spec.get("selector") or {}
     external = ",".join(spec.get("externalIPs") or []) or "<none>"
     return [
-        name_of(service),
+        Meta(service).name,
         spec.get("type", "ClusterIP"),
         spec.get("clusterIP") or "<none>",
         external,
@@ -143,7 +144,7 @@ def event_row(event: JsonObj, now: datetime.datetime) -> list[Any]:
         str(event.get("message", "")).strip(),
         first,
         count,
-        name_of(event),
+        Meta(event).name,
     ]
 
 
@@ -152,7 +153,7 @@ def _simple(columns: list[Column], cells: Callable[[JsonObj], list[Any]]) -> tup
     age_index = next((i for i, c in enumerate(full) if c[0] == "Age"), None)
 
     def row(obj: JsonObj, now: datetime.datetime) -> list[Any]:
-        values = [name_of(obj), *cells(obj)]
+        values = [Meta(obj).name, *cells(obj)]
         if age_index is not None:
             values[age_index] = age(obj, now)
         return values
@@ -253,7 +254,7 @@ def custom_printer(info: ResourceInfo) -> tuple[list[Column], RowPrinter]:
     ]
 
     def row(obj: JsonObj, now: datetime.datetime) -> list[Any]:
-        return [name_of(obj), *(_custom_cell(c, obj, now) for c in columns_spec)]
+        return [Meta(obj).name, *(_custom_cell(c, obj, now) for c in columns_spec)]
 
     return columns, row
 

@@ -12,32 +12,18 @@ import logging
 import re
 from typing import Any
 
+from kubeobjects.names import (
+    dns1035_label_errors,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    label_value_errors,
+    qualified_name_errors,
+)
 from sandbox.apiserver.status import Cause
 
 logger = logging.getLogger(__name__)
 
 JsonObj = dict[str, Any]
-
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
-SUBDOMAIN_MESSAGE = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-LABEL_MESSAGE = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
-    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-DNS1035_MESSAGE = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
-    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
-    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
-
 
 def go_value(value: Any) -> str:
     """A value the way Go's ``%#v``-ish field errors print it: strings quoted, numbers bare."""
@@ -298,17 +284,15 @@ def validate_object_name(resource: str, name: str, generate_name: str) -> list[C
         return [
             Cause("FieldValueRequired", "Required value: name or generateName is required", "metadata.name")
         ]
-    if resource in ("namespaces",):
-        if not DNS1123_LABEL.match(name) or len(name) > 63:
-            return [_invalid("metadata.name", name, LABEL_MESSAGE)]
+    if resource == "namespaces":
+        problems = dns1123_label_errors(name)
     elif resource == "services":
-        if not DNS1035_LABEL.match(name) or len(name) > 63:
-            return [_invalid("metadata.name", name, DNS1035_MESSAGE)]
-    elif resource not in ("clusterroles", "clusterrolebindings", "roles", "rolebindings", "events") and (
-        not DNS1123_SUBDOMAIN.match(name) or len(name) > 253
-    ):
-        return [_invalid("metadata.name", name, SUBDOMAIN_MESSAGE)]
-    return []
+        problems = dns1035_label_errors(name)
+    elif resource in ("clusterroles", "clusterrolebindings", "roles", "rolebindings", "events"):
+        problems = []  # path segment names: anything without '/' or '%' (not checked here)
+    else:
+        problems = dns1123_subdomain_errors(name)
+    return [_invalid("metadata.name", name, problem) for problem in problems]
 
 
 def validate_pod(pod: JsonObj) -> list[Cause]:
@@ -324,8 +308,8 @@ def validate_pod(pod: JsonObj) -> list[Cause]:
             name = str(container.get("name", ""))
             if not name:
                 causes.append(Cause("FieldValueRequired", "Required value", f"{path}.name"))
-            elif not DNS1123_LABEL.match(name):
-                causes.append(_invalid(f"{path}.name", name, LABEL_MESSAGE))
+            elif problems := dns1123_label_errors(name):
+                causes.extend(_invalid(f"{path}.name", name, problem) for problem in problems)
             elif name in seen:
                 causes.append(
                     Cause("FieldValueDuplicate", f"Duplicate value: {go_value(name)}", f"{path}.name")
@@ -377,46 +361,16 @@ def validate_service(service: JsonObj) -> list[Cause]:
     return causes
 
 
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-LABEL_VALUE_MESSAGE = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
-    "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
-NAME_PART_MESSAGE = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-
-
-def _qualified_name_problems(key: str) -> list[str]:
-    prefix, _, name = key.rpartition("/")
-    problems = []
-    if "/" in key and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
-        problems.append(f"prefix part {SUBDOMAIN_MESSAGE}")
-    if not name:
-        problems.append("name part must be non-empty")
-    elif len(name) > 63:
-        problems.append("name part must be no more than 63 characters")
-    elif not QUALIFIED_NAME.match(name):
-        problems.append(NAME_PART_MESSAGE)
-    return problems
-
-
 def validate_metadata_keys(meta: JsonObj) -> list[Cause]:
     """Label keys and values, and annotation keys, as ObjectMeta validation checks them."""
     causes = []
     for key, value in (meta.get("labels") or {}).items():
-        for problem in _qualified_name_problems(str(key)):
+        for problem in qualified_name_errors(str(key)):
             causes.append(_invalid("metadata.labels", key, problem))
         text = str(value)
-        if len(text) > 63:
-            causes.append(_invalid("metadata.labels", text, "must be no more than 63 characters"))
-        elif not LABEL_VALUE.match(text):
-            causes.append(_invalid("metadata.labels", text, LABEL_VALUE_MESSAGE))
+        for problem in label_value_errors(text):
+            causes.append(_invalid("metadata.labels", text, problem))
     for key in meta.get("annotations") or {}:
-        for problem in _qualified_name_problems(str(key).lower()):
+        for problem in qualified_name_errors(str(key).lower()):
             causes.append(_invalid("metadata.annotations", key, problem))
     return causes

@@ -47,19 +47,3 @@ def after_restart(entry: BackoffEntry | None, now: float, policy: BackoffPolicy)
         return BackoffEntry(policy.initial, now)
     return BackoffEntry(min(entry.delay * 2, policy.maximum), now)
 
-
-def go_duration(seconds: float) -> str:
-    """Format like Go's ``time.Duration.String``: ``10s``, ``1m20s``, ``5m0s``, ``200ms``."""
-    if seconds <= 0:
-        return "0s"
-    if seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    whole = round(seconds, 3)
-    minutes, rest = divmod(whole, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    rest_text = f"{rest:.3f}".rstrip("0").rstrip(".") + "s"
-    if hours:
-        return f"{hours}h{minutes}m{rest_text}"
-    if minutes:
-        return f"{minutes}m{rest_text}"
-    return rest_text

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from sandbox.quantity import QuantityError, parse_milli
+from kubeobjects.quantity import QuantityError, parse_milli
 
 CONFIG_MAP: Final = "ConfigMap"
 SECRET: Final = "Secret"

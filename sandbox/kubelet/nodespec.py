@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from sandbox.quantity import QuantityError, parse_milli
+from kubeobjects.quantity import QuantityError, parse_milli
 
 DEFAULT_CAPACITY: Final[Mapping[str, str]] = {"cpu": "8", "memory": "32Gi", "pods": "110"}
 _NODE_NAME: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

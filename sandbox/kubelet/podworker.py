@@ -24,6 +24,7 @@ from kube.errors import ApiError, Conflict, NotFound
 from kube.events import EventRecorder
 from kube.patches import PatchType
 from kube.resources import PODS
+from kubeobjects.times import go_duration
 from sandbox.kubelet import backoff as bo
 from sandbox.kubelet.containers import (
     CONTAINER_CREATING,
@@ -408,7 +409,7 @@ class PodWorker:
             return
         delay = bo.restart_delay(slot.backoff, slot.finished_mono, self._settings.backoff)
         message = (
-            f"back-off {bo.go_duration(delay)} restarting failed container={record.name} pod={self._pod_ref}"
+            f"back-off {go_duration(delay)} restarting failed container={record.name} pod={self._pod_ref}"
         )
         slot.record = ContainerRecord(
             record.name,

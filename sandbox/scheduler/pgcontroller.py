@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sandbox.quantity import format_milli
+from kubeobjects.quantity import format_milli
 from sandbox.scheduler.resources import PODS, pod_demand
 from sandbox.scheduler.snapshot import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION
 

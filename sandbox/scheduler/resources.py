@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from sandbox.quantity import QuantityError, format_milli, parse_milli
+from kubeobjects.quantity import QuantityError, format_milli, parse_milli
 
 Resources = Mapping[str, int]
 """Resource name -> amount in milli-units (cpu "1" is 1000, memory "1Ki" is 1024000)."""

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sandbox.quantity import QuantityError
+from kubeobjects.meta import Meta
+from kubeobjects.quantity import QuantityError
 from sandbox.scheduler.resources import add, node_allocatable, parse_resources, pod_demand
 
 GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
@@ -120,11 +121,6 @@ class Snapshot:
     """Objects skipped because they could not be read (bad quantities and the like)."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def task_status(pod: Mapping[str, Any]) -> TaskStatus:
     status = pod.get("status") or {}
     spec = pod.get("spec") or {}
@@ -135,7 +131,7 @@ def task_status(pod: Mapping[str, Any]) -> TaskStatus:
         return TaskStatus.FAILED
     if not spec.get("nodeName"):
         return TaskStatus.PENDING
-    if _meta(pod).get("deletionTimestamp"):
+    if Meta(pod).deleting:
         return TaskStatus.RELEASING
     if phase == "Running":
         return TaskStatus.RUNNING
@@ -150,17 +146,16 @@ def _scheduled_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def build_task(pod: Mapping[str, Any]) -> TaskInfo:
-    meta = _meta(pod)
+    meta = Meta(pod)
     spec = pod.get("spec") or {}
-    annotations = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
+    annotations, labels = meta.annotations, meta.labels
     affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}
     return TaskInfo(
-        namespace=str(meta.get("namespace", "")),
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
+        namespace=meta.namespace,
+        name=meta.name,
+        uid=meta.uid,
         demand=pod_demand(pod),
         status=task_status(pod),
         node_name=str(spec.get("nodeName") or ""),
@@ -168,7 +163,7 @@ def build_task(pod: Mapping[str, Any]) -> TaskInfo:
         group_name=str(annotations.get(GROUP_NAME_ANNOTATION) or ""),
         role=str(annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY) or ""),
         priority=int(spec.get("priority") or 0),
-        created=str(meta.get("creationTimestamp") or ""),
+        created=str(meta.raw.get("creationTimestamp") or ""),
         node_selector=dict(spec.get("nodeSelector") or {}),
         tolerations=tuple(spec.get("tolerations") or ()),
         affinity_terms=tuple(affinity.get("nodeSelectorTerms") or ()),
@@ -184,7 +179,7 @@ def _node_ready(node: Mapping[str, Any]) -> bool:
 
 
 def build_node(node: Mapping[str, Any], tasks_on_node: Iterable[TaskInfo]) -> NodeInfo:
-    meta = _meta(node)
+    meta = Meta(node)
     spec = node.get("spec") or {}
     taints = tuple(
         Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
@@ -192,32 +187,32 @@ def build_node(node: Mapping[str, Any], tasks_on_node: Iterable[TaskInfo]) -> No
         if isinstance(t, Mapping)
     )
     return NodeInfo(
-        name=str(meta.get("name", "")),
+        name=meta.name,
         allocatable=node_allocatable(node),
         used=add(*(task.demand for task in tasks_on_node if task.status in OCCUPYING)),
         ready=_node_ready(node),
         unschedulable=bool(spec.get("unschedulable")),
-        labels=dict(meta.get("labels") or {}),
+        labels=dict(meta.labels),
         taints=taints,
     )
 
 
 def build_job(podgroup: Mapping[str, Any], tasks: Sequence[TaskInfo]) -> JobInfo:
-    meta = _meta(podgroup)
+    meta = Meta(podgroup)
     spec = podgroup.get("spec") or {}
     status = podgroup.get("status") or {}
     raw_min = spec.get("minResources")
     return JobInfo(
-        namespace=str(meta.get("namespace", "")),
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
+        namespace=meta.namespace,
+        name=meta.name,
+        uid=meta.uid,
         min_member=int(spec.get("minMember") or 0),
         min_resources=None if raw_min is None else parse_resources(raw_min),
         queue=str(spec.get("queue") or DEFAULT_QUEUE),
         phase=str(status.get("phase") or ""),
         conditions=tuple(c for c in status.get("conditions") or [] if isinstance(c, Mapping)),
         counters={k: int(status.get(k) or 0) for k in ("running", "succeeded", "failed")},
-        created=str(meta.get("creationTimestamp") or ""),
+        created=str(meta.raw.get("creationTimestamp") or ""),
         tasks=tuple(tasks),
     )
 
@@ -226,7 +221,7 @@ def build_queue(queue: Mapping[str, Any]) -> QueueInfo:
     spec = queue.get("spec") or {}
     capability = spec.get("capability")
     return QueueInfo(
-        name=str(_meta(queue).get("name", "")),
+        name=Meta(queue).name,
         capability=None if not capability else parse_resources(capability),
         state=str((queue.get("status") or {}).get("state") or ""),
     )
@@ -247,7 +242,7 @@ def build_snapshot(
         try:
             tasks.append(build_task(pod))
         except (QuantityError, TypeError, ValueError) as error:
-            problems.append(f"pod {_meta(pod).get('namespace')}/{_meta(pod).get('name')}: {error}")
+            problems.append(f"pod {Meta(pod).key}: {error}")
     by_node: dict[str, list[TaskInfo]] = {}
     for task in tasks:
         if task.node_name:
@@ -255,9 +250,9 @@ def build_snapshot(
     node_infos: list[NodeInfo] = []
     for node in nodes:
         try:
-            node_infos.append(build_node(node, by_node.get(str(_meta(node).get("name", "")), [])))
+            node_infos.append(build_node(node, by_node.get(Meta(node).name, [])))
         except (QuantityError, TypeError, ValueError) as error:
-            problems.append(f"node {_meta(node).get('name')}: {error}")
+            problems.append(f"node {Meta(node).name}: {error}")
     by_group: dict[tuple[str, str], list[TaskInfo]] = {}
     plain: list[TaskInfo] = []
     for task in tasks:
@@ -267,18 +262,18 @@ def build_snapshot(
             plain.append(task)
     jobs: list[JobInfo] = []
     for podgroup in podgroups:
-        meta = _meta(podgroup)
-        members = by_group.get((str(meta.get("namespace", "")), str(meta.get("name", ""))), [])
+        meta = Meta(podgroup)
+        members = by_group.get((meta.namespace, meta.name), [])
         try:
             jobs.append(build_job(podgroup, sorted(members, key=lambda t: (t.created, t.name))))
         except (QuantityError, TypeError, ValueError) as error:
-            problems.append(f"podgroup {meta.get('namespace')}/{meta.get('name')}: {error}")
+            problems.append(f"podgroup {meta.key}: {error}")
     queue_infos: dict[str, QueueInfo] = {}
     for queue in queues:
         try:
             info = build_queue(queue)
         except (QuantityError, TypeError, ValueError) as error:
-            problems.append(f"queue {_meta(queue).get('name')}: {error}")
+            problems.append(f"queue {Meta(queue).name}: {error}")
             continue
         queue_infos[info.name] = info
     return Snapshot(

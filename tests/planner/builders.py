@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from kubeobjects.times import format_time
 from tfjob.defaults import with_defaults
 from tfjob.planner import Observed, Plan, plan
-from tfjob.planner.times import format_time
 from tfjob.podgroup import desired_podgroup
 from tfjob.pods import desired_pod
 from tfjob.services import desired_service

@@ -11,6 +11,7 @@ import copy
 from datetime import datetime
 from typing import Any
 
+from kubeobjects.times import format_time
 from tfjob.planner import (
     CreatePod,
     CreatePodGroup,
@@ -25,7 +26,6 @@ from tfjob.planner import (
     last_condition_type,
     plan,
 )
-from tfjob.planner.times import format_time
 from tfjob.settings import Settings
 from tfjob.wire import Pod, PodGroup, Service, TFJob
 

@@ -6,10 +6,10 @@ from datetime import datetime
 
 import pytest
 
+from kubeobjects.times import format_time
 from tfjob.planner import is_retryable_exit_code, parse_time
 from tfjob.planner.abnormal import abnormal_pod_events
 from tfjob.planner.exitcodes import effective_exit_code
-from tfjob.planner.times import format_time
 
 from .builders import T0, make_job, pod, replica, run, running_status, services
 

@@ -1,6 +1,7 @@
 """The reconcile planner: a pure function from one job's observed state to its new status and
 the actions that bring the cluster towards it (see ``tfjob.planner.plan``)."""
 
+from kubeobjects.times import format_time, parse_time
 from tfjob.planner.actions import (
     NORMAL,
     WARNING,
@@ -28,7 +29,6 @@ from tfjob.planner.draft import (
 from tfjob.planner.exitcodes import is_retryable_exit_code
 from tfjob.planner.observed import Observed
 from tfjob.planner.plan import managed_here, plan
-from tfjob.planner.times import format_time, parse_time
 
 __all__ = [
     "COUNTER_CREATED",

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubeobjects.meta import Meta
 from tfjob.planner.actions import WARNING, Event
-from tfjob.planner.observed import object_name
 
 FALLBACK_REASON = "Error"
 
@@ -52,7 +52,7 @@ def _entries(status: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
 def abnormal_pod_events(active_pods: Iterable[Mapping[str, Any]]) -> list[Event]:
     events: list[Event] = []
     for pod in active_pods:
-        name = object_name(pod)
+        name = Meta(pod).name
         status = pod.get("status")
         status = status if isinstance(status, Mapping) else {}
         containers = _entries(status, "containerStatuses") or _entries(status, "initContainerStatuses")

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from kubeobjects.meta import Meta
+from kubeobjects.times import parse_time
 from tfjob.constants import (
     CLEAN_POD_POLICY_NONE,
     CLEAN_POD_POLICY_RUNNING,
@@ -34,13 +36,9 @@ from tfjob.planner.limits import backoff_verdict, deadline_verdict
 from tfjob.planner.observed import (
     PHASE_PENDING,
     PHASE_RUNNING,
-    is_terminating,
-    object_name,
-    object_uid,
     pod_phase,
 )
 from tfjob.planner.status import Verdict
-from tfjob.planner.times import parse_time
 from tfjob.wire import PodGroup, ReplicaStatus
 
 Obj = Mapping[str, Any]
@@ -58,13 +56,13 @@ def finish_job(draft: Draft, verdict: Verdict, *, event_type: str = NORMAL) -> N
 
 def delete_pods_and_services(draft: Draft, pods: Sequence[Obj], services: Sequence[Obj]) -> None:
     """Delete ``pods`` (unless already terminating) and every listed Service of the same name."""
-    services_by_name = {object_name(service): service for service in services}
+    services_by_name = {Meta(service).name: service for service in services}
     for pod in pods:
-        name = object_name(pod)
-        if not is_terminating(pod):
-            draft.act(DeletePod(name, object_uid(pod)))
+        name = Meta(pod).name
+        if not Meta(pod).deleting:
+            draft.act(DeletePod(name, Meta(pod).uid))
         service = services_by_name.get(name)
-        if service is not None and not is_terminating(service):
+        if service is not None and not Meta(service).deleting:
             draft.act(DeleteService(name))
 
 
@@ -72,16 +70,16 @@ def delete_everything(draft: Draft, pods: Sequence[Obj], services: Sequence[Obj]
     """Every pod and every Service of the job (D3 failures and suspend)."""
     delete_pods_and_services(draft, pods, [])
     for service in services:
-        if not is_terminating(service):
-            draft.act(DeleteService(object_name(service)))
+        if not Meta(service).deleting:
+            draft.act(DeleteService(Meta(service).name))
 
 
 def delete_podgroup(draft: Draft, podgroup: PodGroup | None, *, announce: bool = True) -> None:
-    if podgroup is None or is_terminating(podgroup):
+    if podgroup is None or Meta(podgroup).deleting:
         return
     if announce:
         draft.emit(NORMAL, EVENT_JOB_TERMINATED, JOB_TERMINATED_MESSAGE)
-    draft.act(DeletePodGroup(object_name(podgroup)))
+    draft.act(DeletePodGroup(Meta(podgroup).name))
 
 
 def pods_to_clean(clean_pod_policy: str, pods: Sequence[Obj]) -> list[Obj]:

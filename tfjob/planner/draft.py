@@ -6,9 +6,9 @@ import copy
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kubeobjects.times import format_time
 from tfjob.planner.actions import Action, Event
 from tfjob.planner.conditions import new_condition, set_condition
-from tfjob.planner.times import format_time
 from tfjob.wire import JobCondition, JobStatus
 
 COUNTER_CREATED = "jobs_created"

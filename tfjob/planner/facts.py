@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from kubeobjects.meta import mapping
 from tfjob.constants import (
     CHIEF,
     CLEAN_POD_POLICY_NONE,
@@ -25,10 +25,6 @@ def _int_or_none(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass(frozen=True)
@@ -72,11 +68,11 @@ class JobFacts:
 
 def read_facts(job: TFJob) -> JobFacts:
     """The planner's view of a job that has been through ``with_defaults``."""
-    metadata = _mapping(job.get("metadata"))
-    spec = _mapping(job.get("spec"))
-    run_policy = _mapping(spec.get("runPolicy"))
-    scheduling = _mapping(run_policy.get("schedulingPolicy"))
-    specs = _mapping(spec.get("tfReplicaSpecs"))
+    metadata = mapping(job.get("metadata"))
+    spec = mapping(job.get("spec"))
+    run_policy = mapping(spec.get("runPolicy"))
+    scheduling = mapping(run_policy.get("schedulingPolicy"))
+    specs = mapping(spec.get("tfReplicaSpecs"))
     known = [key for key in NORMALISE_ORDER if key in specs]
     unknown = sorted(key for key in specs if key not in NORMALISE_ORDER)
     replica_types = []

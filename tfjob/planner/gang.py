@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from kubeobjects.meta import Meta
+from kubeobjects.times import parse_time
 from tfjob.constants import COND_FAILED, PODGROUP_ADMITTED_PHASES, REASON_SCHEDULE_TIMEOUT
 from tfjob.planner.actions import CreatePodGroup, PatchPodGroup
 from tfjob.planner.draft import Draft
 from tfjob.planner.facts import JobFacts
-from tfjob.planner.observed import is_terminating, object_name
 from tfjob.planner.status import Verdict
-from tfjob.planner.times import parse_time
 from tfjob.podgroup import desired_podgroup, podgroup_spec_patch
 from tfjob.settings import Settings
 from tfjob.wire import PodGroup, TFJob
@@ -69,13 +69,13 @@ def sync_gang(
     desired = desired_podgroup(job, priority_values, settings)
     if podgroup is None:
         draft.act(CreatePodGroup(desired))
-    elif not is_terminating(podgroup):
+    elif not Meta(podgroup).deleting:
         patch = podgroup_spec_patch(podgroup, desired)
         if patch is not None:
-            draft.act(PatchPodGroup(object_name(podgroup), patch))
+            draft.act(PatchPodGroup(Meta(podgroup).name, patch))
     admitted = (
         podgroup is not None
-        and not is_terminating(podgroup)
+        and not Meta(podgroup).deleting
         and podgroup_phase(podgroup) in PODGROUP_ADMITTED_PHASES
     )
     if not settings.volcano or admitted:

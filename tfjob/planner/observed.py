@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeobjects.meta import Meta
 from tfjob.constants import API_VERSION, KIND, LABEL_REPLICA_TYPE
 from tfjob.naming import replica_index, replica_type_key
 from tfjob.wire import Pod, PodGroup, Service, TFJob
@@ -31,23 +32,6 @@ class Observed:
     services: Sequence[Service] = ()
     podgroup: PodGroup | None = None  # the job's PodGroup, if it exists
     priority_values: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name -> value
-
-
-def _metadata(obj: Mapping[str, object]) -> Mapping[str, Any]:
-    metadata = obj.get("metadata")
-    return metadata if isinstance(metadata, Mapping) else {}
-
-
-def object_name(obj: Mapping[str, object]) -> str:
-    return str(_metadata(obj).get("name") or "")
-
-
-def object_uid(obj: Mapping[str, object]) -> str:
-    return str(_metadata(obj).get("uid") or "")
-
-
-def is_terminating(obj: Mapping[str, object]) -> bool:
-    return bool(_metadata(obj).get("deletionTimestamp"))
 
 
 def pod_phase(pod: Mapping[str, Any]) -> str:
@@ -81,20 +65,13 @@ def restart_count(pod: Mapping[str, Any]) -> int:
 
 def owned_by(obj: Mapping[str, Any], job: TFJob) -> bool:
     """True when ``obj``'s controller owner reference names this job (by uid when both have one)."""
-    job_meta = _metadata(job)
-    references = _metadata(obj).get("ownerReferences")
-    if not isinstance(references, list):
+    reference = Meta(obj).controller
+    if reference is None or reference.get("kind") != KIND or reference.get("apiVersion") != API_VERSION:
         return False
-    for reference in references:
-        if not isinstance(reference, Mapping) or reference.get("controller") is not True:
-            continue
-        if reference.get("kind") != KIND or reference.get("apiVersion") != API_VERSION:
-            return False
-        job_uid = job_meta.get("uid")
-        if job_uid and reference.get("uid"):
-            return bool(reference.get("uid") == job_uid)
-        return bool(reference.get("name") == job_meta.get("name"))
-    return False
+    job_meta = Meta(job)
+    if job_meta.uid and reference.get("uid"):
+        return bool(reference.get("uid") == job_meta.uid)
+    return bool(reference.get("name") == job_meta.name)
 
 
 @dataclass(frozen=True)
@@ -126,9 +103,8 @@ def slice_by_replica(
     """The objects of type ``rtype`` by replica index; objects without a usable index are skipped."""
     by_index: dict[int, list[Mapping[str, Any]]] = {}
     for obj in objects:
-        labels = _metadata(obj).get("labels")
-        type_label = labels.get(LABEL_REPLICA_TYPE) if isinstance(labels, Mapping) else None
-        if not isinstance(type_label, str) or replica_type_key(job, type_label) != rtype:
+        type_label = Meta(obj).label(LABEL_REPLICA_TYPE)
+        if type_label is None or replica_type_key(job, type_label) != rtype:
             continue
         index = replica_index(obj)
         if index is None:

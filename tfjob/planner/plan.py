@@ -38,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from kubeobjects.meta import Meta
+from kubeobjects.times import parse_time
 from tfjob.constants import (
     COND_CREATED,
     EVENT_EXITED_WITH_CODE,
@@ -70,9 +72,6 @@ from tfjob.planner.limits import backoff_verdict, deadline_at, deadline_verdict,
 from tfjob.planner.observed import (
     Observed,
     ReplicaSlices,
-    is_terminating,
-    object_name,
-    object_uid,
     owned_by,
     slice_by_replica,
 )
@@ -84,7 +83,6 @@ from tfjob.planner.status import (
     restarting_verdict,
     worker0_completed,
 )
-from tfjob.planner.times import parse_time
 from tfjob.pods import desired_pod, template_restart_policy_overridden, template_scheduler_name
 from tfjob.services import desired_service
 from tfjob.settings import Settings
@@ -249,7 +247,7 @@ def _report_exit_code(draft: Draft, facts: JobFacts, pod: Obj) -> None:
         draft.emit(
             NORMAL,
             EVENT_EXITED_WITH_CODE,
-            f"Pod: {facts.namespace}.{object_name(pod)} exited with code {code}",
+            f"Pod: {facts.namespace}.{Meta(pod).name} exited with code {code}",
         )
 
 
@@ -258,13 +256,13 @@ def _reconcile_pods(
 ) -> None:
     for pod in analysis.restarts:
         _report_exit_code(draft, facts, pod)
-        draft.act(DeletePod(object_name(pod), object_uid(pod)))
+        draft.act(DeletePod(Meta(pod).name, Meta(pod).uid))
         draft.emit(WARNING, REASON_RESTARTING, restarting_verdict(facts, analysis.rtype).message)
         draft.count(COUNTER_RESTARTED)
         draft.count(COUNTER_FAILED_PODS)
         _count_recreation(draft, analysis.rtype)
     for pod in analysis.scale_down:
-        draft.act(DeletePod(object_name(pod), object_uid(pod)))
+        draft.act(DeletePod(Meta(pod).name, Meta(pod).uid))
     if not analysis.missing:
         return
     replica_spec: ReplicaSpec = ((job.get("spec") or {}).get("tfReplicaSpecs") or {}).get(
@@ -308,5 +306,5 @@ def _reconcile_services(draft: Draft, job: TFJob, services: Sequence[Obj], analy
                 draft.emit(WARNING, EVENT_FAILED_CREATE_SERVICE, f"Error creating: {error}")
                 continue
             draft.act(CreateService(service))
-        elif len(found) == 1 and index >= replica.replicas and not is_terminating(found[0]):
-            draft.act(DeleteService(object_name(found[0])))
+        elif len(found) == 1 and index >= replica.replicas and not Meta(found[0]).deleting:
+            draft.act(DeleteService(Meta(found[0]).name))

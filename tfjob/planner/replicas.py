@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubeobjects.meta import Meta
 from tfjob.constants import RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_NEVER, RESTART_ON_FAILURE
 from tfjob.planner.exitcodes import effective_exit_code, is_retryable_exit_code
 from tfjob.planner.facts import ReplicaFacts
@@ -32,7 +33,6 @@ from tfjob.planner.observed import (
     PHASE_RUNNING,
     PHASE_SUCCEEDED,
     ReplicaSlices,
-    is_terminating,
     pod_phase,
     restart_count,
 )
@@ -115,7 +115,7 @@ def analyse_replica(replica: ReplicaFacts, slices: ReplicaSlices) -> ReplicaAnal
             continue
         pod = found[0]
         phase = pod_phase(pod)
-        terminating = is_terminating(pod)
+        terminating = Meta(pod).deleting
         if phase == PHASE_RUNNING and not terminating:
             active += 1
             if replica.restart_policy != RESTART_NEVER:

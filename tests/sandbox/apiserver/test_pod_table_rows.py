@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.apiserver.ages import human_duration
+from kubeobjects.times import human_duration
 from sandbox.apiserver.podtable import pod_row
 
 CREATED = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)

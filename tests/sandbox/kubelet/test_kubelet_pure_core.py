@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.kubelet.backoff import BackoffEntry, BackoffPolicy, after_restart, go_duration, restart_delay
+from kubeobjects.times import go_duration
+from sandbox.kubelet.backoff import BackoffEntry, BackoffPolicy, after_restart, restart_delay
 from sandbox.kubelet.containers import (
     ContainerRecord,
     Running,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.quantity import QuantityError, format_milli, parse_milli
+from kubeobjects.quantity import QuantityError, format_milli, parse_milli
 from sandbox.scheduler.resources import pod_demand
 
 from .factories import pod

@@ -1,8 +1,9 @@
-"""Kubernetes resource quantities: parse, format canonically, and sum resource maps.
+"""Kubernetes resource quantities, one grammar (apimachinery's): parse, format, sum, milli-units.
 
 PodGroup ``minResources`` is the sum of container requests, so the sum must come out in the same
 canonical spelling the API server uses (``5``, ``500m``, ``8Gi``), or every comparison with a
-stored PodGroup would see a change that is not there.
+stored PodGroup would see a change that is not there. Schedulers and node agents count in exact
+integer milli-units instead, so cpu and memory share one type and arithmetic never rounds.
 """
 
 from __future__ import annotations
@@ -10,6 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
+
+
+class QuantityError(ValueError):
+    """A resource quantity that Kubernetes would reject."""
+
 
 _BINARY_SUFFIXES = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -28,18 +34,18 @@ _NANO = Decimal("1e-9")
 def parse_quantity(value: str | int | float) -> Decimal:
     """The numeric value of a Kubernetes quantity (``"500m"`` -> 0.5, ``"1Gi"`` -> 1073741824)."""
     if isinstance(value, bool):
-        raise ValueError(f"quantity must be a number or a string, not a boolean: {value!r}")
+        raise QuantityError(f"quantity must be a number or a string, not a boolean: {value!r}")
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError(f"quantity must be finite: {value!r}")
+            raise QuantityError(f"quantity must be finite: {value!r}")
         return _round_to_nano(Decimal(repr(value)))
     if not isinstance(value, str):
-        raise ValueError(f"quantity must be a number or a string, not {type(value).__name__}: {value!r}")
+        raise QuantityError(f"quantity must be a number or a string, not {type(value).__name__}: {value!r}")
     match = _QUANTITY.fullmatch(value)
     if match is None:
-        raise ValueError(
+        raise QuantityError(
             f"quantity {value!r} does not match the Kubernetes quantity grammar "
             "(a number with an optional suffix n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei "
             "or an exponent such as e3)"
@@ -54,8 +60,32 @@ def parse_quantity(value: str | int | float) -> Decimal:
         else:
             number = number.scaleb(_DECIMAL_SUFFIXES[suffix])
     except (InvalidOperation, OverflowError) as error:
-        raise ValueError(f"quantity {value!r} is out of range") from error
+        raise QuantityError(f"quantity {value!r} is out of range") from error
     return _round_to_nano(number)
+
+
+def parse_milli(value: object) -> int:
+    """``value`` (a quantity string or a JSON number) in milli-units, rounded up; never negative.
+
+    Surrounding whitespace is ignored, as when apimachinery unmarshals a quantity from JSON.
+    """
+    if isinstance(value, str):
+        value = value.strip()
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise QuantityError(f"quantity must be a string or a number, not {value!r}")
+    number = parse_quantity(value)
+    if number < 0:
+        raise QuantityError(f"resource quantities must not be negative: {value!r}")
+    return int((number * 1000).to_integral_value(rounding=ROUND_CEILING))
+
+
+def format_milli(name: str, milli: int) -> str:
+    """Milli-units readably: cpu as cores or millicores, everything else as whole units (rounded up)."""
+    if milli % 1000 == 0:
+        return str(milli // 1000)
+    if name == "cpu":
+        return f"{milli}m"
+    return str(-(-milli // 1000))
 
 
 def is_binary_quantity(value: str | int | float) -> bool:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfjob.quantity import format_quantity, parse_quantity, sum_resources
+from kubeobjects.quantity import format_quantity, parse_quantity, sum_resources
 
 
 @pytest.mark.parametrize(

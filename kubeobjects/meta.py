@@ -1,0 +1,104 @@
+"""Read-only views over raw objects' metadata, in the style of kopf's ``Meta``.
+
+Objects arrive as JSON from an API server, a watch or an admission request, and any field may be
+missing or of the wrong type. The views answer with a typed value or an empty one instead of
+raising, so callers never repeat the ``isinstance`` dance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final
+
+EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
+
+
+def mapping(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else an empty one."""
+    return value if isinstance(value, Mapping) else EMPTY
+
+
+def sequence(value: object) -> Sequence[Any]:
+    """``value`` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list | tuple) else ()
+
+
+def text(value: object) -> str:
+    """``value`` when it is a string, else ""."""
+    return value if isinstance(value, str) else ""
+
+
+class Meta:
+    """The ``metadata`` of one raw object; every accessor tolerates any shape."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, obj: Mapping[str, Any] | None) -> None:
+        self.raw: Mapping[str, Any] = mapping(obj.get("metadata")) if obj is not None else EMPTY
+
+    @property
+    def name(self) -> str:
+        return _scalar_text(self.raw.get("name"))
+
+    @property
+    def namespace(self) -> str:
+        return _scalar_text(self.raw.get("namespace"))
+
+    @property
+    def uid(self) -> str:
+        return _scalar_text(self.raw.get("uid"))
+
+    @property
+    def resource_version(self) -> str:
+        return _scalar_text(self.raw.get("resourceVersion"))
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, or ``name`` for a cluster-scoped object (client-go's object key)."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @property
+    def labels(self) -> Mapping[str, Any]:
+        return mapping(self.raw.get("labels"))
+
+    @property
+    def annotations(self) -> Mapping[str, Any]:
+        return mapping(self.raw.get("annotations"))
+
+    def label(self, key: str) -> str | None:
+        """The label's value when it is a string, else None."""
+        value = self.labels.get(key)
+        return value if isinstance(value, str) else None
+
+    def annotation(self, key: str) -> str | None:
+        value = self.annotations.get(key)
+        return value if isinstance(value, str) else None
+
+    @property
+    def deleting(self) -> bool:
+        """True once a deletionTimestamp is set: the object is terminating."""
+        return bool(self.raw.get("deletionTimestamp"))
+
+    @property
+    def owner_references(self) -> list[Mapping[str, Any]]:
+        return [ref for ref in sequence(self.raw.get("ownerReferences")) if isinstance(ref, Mapping)]
+
+    @property
+    def controller(self) -> Mapping[str, Any] | None:
+        """The ownerReference with ``controller: true``; Kubernetes allows at most one."""
+        return next((ref for ref in self.owner_references if ref.get("controller") is True), None)
+
+    @property
+    def controller_uid(self) -> str:
+        """The uid in the controller ownerReference, or ""."""
+        return _scalar_text(mapping(self.controller).get("uid"))
+
+
+def _scalar_text(value: object) -> str:
+    # Names and uids are strings on the wire; a number there is still shown, anything else is absent.
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, bool | Mapping | list):
+        return ""
+    return str(value)
