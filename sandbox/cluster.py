@@ -35,6 +35,7 @@ from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import ApiError, NotFound
 from kube.resources import NODES, QUEUES_V1BETA1
+from sandbox.apiserver.faults import StandingFaults
 from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.apiserver.server import ApiServer
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
@@ -109,6 +110,8 @@ class ClusterOptions:
     """Watch events the API server keeps for resuming watches before answering 410 Gone."""
     startup_timeout: float = 60.0
     log_level: str = "INFO"
+    faults: StandingFaults = field(default_factory=StandingFaults)
+    """Standing faults of the API server, in force once every component is ready."""
 
 
 def free_port() -> int:
@@ -219,6 +222,7 @@ class LocalCluster:
         finally:
             await api.close()
         self.supervisor.check()
+        self.server.faults.standing = self.options.faults
         logger.info("local cluster ready at %s", self.url)
 
     def _identity_kubeconfig(self, component: str, identity: Identity) -> str:

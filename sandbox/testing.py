@@ -12,10 +12,12 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 from sandbox.apiserver.admission import ServiceRoute
+from sandbox.apiserver.faults import FaultRequest, apply_request
 from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.apiserver.requestlog import RequestRecord
 from sandbox.apiserver.server import ApiServer
@@ -79,6 +81,19 @@ class ApiServerHandle:
         """Drop the watch history: watches from any older resourceVersion get 410 Gone, and open
         watches end with a 410 ERROR event, so their clients must relist."""
         self._run_sync(self._server.state.storage.compact)
+
+    def inject(self, request: FaultRequest) -> dict[str, Any]:
+        """Apply a fault request as ``POST /sandbox/faults`` would (outages run in the background);
+        the faults' state afterwards."""
+
+        async def apply() -> dict[str, Any]:
+            apply_request(self._server.faults, self._server, request)
+            return self._server.faults.wire(time.monotonic())
+
+        return self.call(apply())
+
+    def clear_faults(self) -> None:
+        self._run_sync(self._server.faults.clear)
 
     def install_crd_file(self, path: str) -> None:
         """Create or replace the CRD(s) in a YAML file; their resources are served at once."""

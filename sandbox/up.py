@@ -17,6 +17,7 @@ import os
 import signal
 from pathlib import Path
 
+from sandbox.apiserver.faults import FAULT_CODES, MAX_LATENCY, ErrorRule, StandingFaults
 from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.apiserver.server import ApiServer
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
@@ -71,6 +72,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_WATCH_WINDOW,
         help="watch events kept for resuming watches before 410 Gone",
     )
+    add_fault_arguments(parser)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within 0..1: {text!r}")
+    return value
+
+
+def _latency(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+    if not 0.0 <= value <= MAX_LATENCY:
+        raise argparse.ArgumentTypeError(f"must be within 0..{MAX_LATENCY:g} seconds: {text!r}")
+    return value
+
+
+def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
+    faults = parser.add_argument_group(
+        "fault injection", "standing faults from the start; POST /sandbox/faults changes them later"
+    )
+    faults.add_argument(
+        "--fault-error-rate",
+        type=_fraction,
+        default=0.0,
+        help="answer this fraction of API requests with --fault-error-code instead (default 0)",
+    )
+    faults.add_argument(
+        "--fault-error-code",
+        type=int,
+        choices=FAULT_CODES,
+        default=429,
+        help="the injected error: 429 (with Retry-After: 1), 500 or 503 (default 429)",
+    )
+    faults.add_argument(
+        "--fault-latency", type=_latency, default=0.0, help="seconds added to every API request (default 0)"
+    )
+
+
+def standing_faults(args: argparse.Namespace) -> StandingFaults:
+    errors = ErrorRule(args.fault_error_rate, args.fault_error_code) if args.fault_error_rate else None
+    return StandingFaults(errors, args.fault_latency)
 
 
 def _cluster_available() -> bool:
@@ -90,6 +139,7 @@ async def _serve_api_only(args: argparse.Namespace, crd: str | None) -> int:
     else:
         print("TFJob CRD not found; not installed")
     write_kubeconfig(args.kubeconfig, url, server.material.ca_pem, server.admin_token)
+    server.faults.standing = standing_faults(args)
     print(f"sandbox API server at {url}; kubeconfig written to {args.kubeconfig}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -111,6 +161,7 @@ def _serve_cluster(args: argparse.Namespace, crd: str | None) -> int:
         kubeconfig=Path(args.kubeconfig),
         tfjob_crd=crd,
         watch_window=args.watch_window,
+        faults=standing_faults(args),
     )
 
     def emit(line: str) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,6 +15,7 @@ from aiohttp import web
 from sandbox.apiserver import openapi, operations
 from sandbox.apiserver.auth import ADMIN_GROUPS, ADMIN_USER, UserInfo
 from sandbox.apiserver.discovery import version_info
+from sandbox.apiserver.faults import FaultControl, Faults, apply_request
 from sandbox.apiserver.gc import Deleter
 from sandbox.apiserver.handlers import (
     LOGGED_KEY,
@@ -25,7 +28,7 @@ from sandbox.apiserver.handlers import (
 from sandbox.apiserver.rbac import Authorizer
 from sandbox.apiserver.registry import StorageKey
 from sandbox.apiserver.state import ApiState
-from sandbox.apiserver.status import ApiError, internal_error, unauthorized
+from sandbox.apiserver.status import ApiError, bad_request, forbidden, internal_error, unauthorized
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
 from sandbox.apiserver.tls import ServingMaterial, new_serving_material, server_ssl_context
 
@@ -52,8 +55,11 @@ SYSTEM_PRIORITY_CLASSES = (
 )
 
 
-def build_app(state: ApiState, deleter: Deleter) -> web.Application:
+def build_app(
+    state: ApiState, deleter: Deleter, faults: Faults | None = None, control: FaultControl | None = None
+) -> web.Application:
     rest = RestHandler(state, deleter)
+    faults = faults or Faults()
 
     @web.middleware
     async def api_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -64,6 +70,11 @@ def build_app(state: ApiState, deleter: Deleter) -> web.Application:
                 raise unauthorized()
             if user is not None:
                 request[USER_KEY] = user
+            delay, injected = faults.gate(request.path)
+            if delay:
+                await asyncio.sleep(delay)
+            if injected is not None:
+                raise injected
             response = await handler(request)
             code = response.status
             return response
@@ -92,6 +103,21 @@ def build_app(state: ApiState, deleter: Deleter) -> web.Application:
             return json_response({})
         return json_response([record.wire() for record in state.request_log.records()])
 
+    async def fault_endpoint(request: web.Request) -> web.StreamResponse:
+        if request.method not in ("GET", "POST", "DELETE"):
+            raise bad_request(f"{request.method} is not served on {request.path}; use GET, POST or DELETE")
+        if request.method != "GET" and "system:masters" not in request[USER_KEY].groups:
+            raise forbidden("faults", "", "", "only system:masters may inject faults")
+        if request.method == "DELETE":
+            faults.clear()
+        elif request.method == "POST":
+            try:
+                body = json.loads(await request.read() or b"{}")
+            except ValueError as error:
+                raise bad_request(f"the fault request is not JSON: {error}") from error
+            apply_request(faults, control, body)
+        return json_response(faults.wire(time.monotonic()))
+
     async def api(request: web.Request) -> web.StreamResponse:
         return await rest.handle(request)
 
@@ -100,6 +126,7 @@ def build_app(state: ApiState, deleter: Deleter) -> web.Application:
     for probe in ("/healthz", "/readyz", "/livez"):
         app.router.add_get(probe, health)
     app.router.add_route("*", "/sandbox/requests", request_log)
+    app.router.add_route("*", "/sandbox/faults", fault_endpoint)
     openapi.add_routes(app, state)
     app.router.add_route("*", "/api", api)
     app.router.add_route("*", "/api/{tail:.*}", api)
@@ -130,6 +157,10 @@ class ApiServer:
         self.material = material or new_serving_material()
         self.admin_token = self.state.authenticator.add(ADMIN_USER, ADMIN_GROUPS)
         self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self._host = "127.0.0.1"
+        self._outages: set[asyncio.Task[None]] = set()
+        self.faults = Faults()
         self.port = 0
 
     @property
@@ -138,18 +169,66 @@ class ApiServer:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         await self.bootstrap()
-        app = build_app(self.state, self.deleter)
+        app = build_app(self.state, self.deleter, self.faults, self)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, ssl_context=server_ssl_context(self.material))
-        await site.start()
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+        self._host = host
+        await self._listen(port)
         logger.info("sandbox API server listening on %s", self.url)
         return self.url
 
+    async def _listen(self, port: int) -> None:
+        assert self._runner is not None
+        site = web.TCPSite(self._runner, self._host, port, ssl_context=server_ssl_context(self.material))
+        await site.start()
+        self._site = site
+        sockets = getattr(site._server, "sockets", None) or []
+        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+
+    # -- faults -------------------------------------------------------------------------------
+
+    def act(self, outage: float, drop_watches: bool, compact: bool) -> None:
+        """The one-shot faults (``FaultControl``): compact, drop watches, then an outage."""
+        if compact:
+            self.state.storage.compact()
+            self.faults.injected["compactions"] += 1
+        if drop_watches:
+            self.state.storage.close_all_watches()
+            self.faults.injected["watch-drops"] += 1
+        if outage > 0:
+            self.faults.injected["outages"] += 1
+            self.faults.outage_until = time.monotonic() + outage
+            task = asyncio.get_running_loop().create_task(self.outage(outage), name="apiserver-outage")
+            self._outages.add(task)
+            task.add_done_callback(self._outages.discard)
+
+    async def outage(self, seconds: float) -> None:
+        """Be away for ``seconds``: refuse new connections and drop open ones (watches too), then
+        listen on the same port again with the same state, as a restarted kube-apiserver would."""
+        if self._runner is None or self._site is None:
+            raise RuntimeError("the API server is not running")
+        self.faults.outage_until = max(self.faults.outage_until, time.monotonic() + seconds)
+        # Let the request that asked for the outage get its answer first.
+        await asyncio.sleep(0.05)
+        site, self._site = self._site, None
+        await site.stop()
+        self.state.storage.close_all_watches()
+        server = self._runner.server
+        for connection in server.connections if server is not None else ():
+            connection.force_close()
+        logger.warning("sandbox API server away for %.1fs (injected outage)", seconds)
+        try:
+            await asyncio.sleep(max(0.0, self.faults.outage_until - time.monotonic()))
+        finally:
+            self.faults.outage_until = 0.0
+            if self._runner is not None:
+                await self._listen(self.port)
+                logger.warning("sandbox API server back on %s after the injected outage", self.url)
+
     async def stop(self) -> None:
+        for task in list(self._outages):
+            task.cancel()
+        await asyncio.gather(*self._outages, return_exceptions=True)
         self.state.storage.close_all_watches()
         await self.state.admission.close()
         if self._runner is not None:

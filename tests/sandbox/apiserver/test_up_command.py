@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -59,3 +60,24 @@ def test_up_refuses_a_missing_crd_file(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "does not exist" in result.stdout
+
+
+def test_up_fault_flags_set_the_standing_faults(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "up.kubeconfig"
+    argv = [sys.executable, "-m", "sandbox", "up", "--api-only", "--kubeconfig", str(kubeconfig)]
+    flags = ["--fault-error-rate", "0.2", "--fault-error-code", "503", "--fault-latency", "0.01"]
+    process = subprocess.Popen(
+        [*argv, *flags], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("sandbox API server at")
+        kubectl = Kubectl(str(kubeconfig), str(tmp_path / "cache"))
+        shown = json.loads(kubectl.run("get", "--raw", "/sandbox/faults").stdout)
+        assert shown["errors"] == {"fraction": 0.2, "code": 503, "retryAfterSeconds": 1}
+        assert shown["latencySeconds"] == 0.01
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=20)
+    bad = subprocess.run([*argv, "--fault-error-rate", "1.5"], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode == 2 and "must be within 0..1" in bad.stderr
