@@ -4,7 +4,9 @@
 (object, type, reason, message) become one Event whose ``count`` and ``lastTimestamp`` are patched,
 as ``kubectl describe`` shows them (``x3 over 2m``); several repeats recorded before the writer gets
 to them are folded into a single write. Writes are rate-limited by a token bucket. A failed write
-is logged and dropped; nothing is ever raised to the caller.
+that may succeed later (no answer, 429, 5xx) is retried with capped exponential back-off, its
+occurrences folded into the next write of the same Event; any other failed write is logged and
+dropped. Nothing is ever raised to the caller.
 
 Public API:
 
@@ -18,6 +20,7 @@ Public API:
 - ``EventKey`` -- frozen; the aggregation key. ``event_key(involved, type, reason, message)``.
 - ``EventAggregator(max_tracked=4096)`` -- the I/O-free bookkeeping: ``observe(key, now)``,
   ``next_write() -> EventWrite | None``, ``written(write, name, namespace)``, ``lost(write)``,
+  ``retry(write)`` (its occurrences are unwritten again),
   ``len()`` (keys with unwritten occurrences), ``tracked``.
 - ``EventWrite`` -- frozen: ``key, count, first_seen, last_seen, existing_name, existing_namespace``.
 - ``event_name(involved_name, now) -> str`` -- ``<name>.<hex nanoseconds>``, as client-go names them.
@@ -35,16 +38,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from kube.api import KubeApi
-from kube.errors import ApiError, NotFound
+from kube.errors import ApiError, NotFound, is_retryable
 from kube.patches import PatchType
 from kube.ratelimit import TokenBucket
 from kube.resources import EVENTS
+from kube.workqueue import Backoff
 
 __all__ = ["EventAggregator", "EventKey", "EventRecorder", "EventWrite", "event_key", "event_name"]
 
 logger = logging.getLogger(__name__)
 
 EVENT_TYPES = frozenset({"Normal", "Warning"})
+RETRY_BACKOFF = Backoff(base=0.2, max=5.0)
 MAX_MESSAGE = 1024
 
 
@@ -174,6 +179,15 @@ class EventAggregator:
         series.event_namespace = namespace
         series.written_count = max(series.written_count, write.count)
 
+    def retry(self, write: EventWrite) -> None:
+        """The write failed but may succeed later: its occurrences go out with the next write."""
+        series = self._series.get(write.key)
+        if series is None:
+            return
+        series.pending += max(0, write.count - series.written_count)
+        self._dirty[write.key] = None
+        self._dirty.move_to_end(write.key, last=False)
+
     def lost(self, write: EventWrite) -> None:
         series = self._series.get(write.key)
         if series is not None and series.event_name == write.existing_name:
@@ -254,6 +268,7 @@ class EventRecorder:
             self._writer = loop.create_task(self._write_loop(), name=f"event-recorder-{self._component}")
 
     async def _write_loop(self) -> None:
+        failures = 0
         while True:
             if not self._aggregator:
                 self._idle.set()
@@ -267,7 +282,16 @@ class EventRecorder:
             key = write.key
             try:
                 await self._write(write)
+                failures = 0
             except ApiError as exc:
+                if is_retryable(exc):
+                    failures += 1
+                    delay = RETRY_BACKOFF.delay(failures)
+                    logger.warning("could not write event %s for %s %s/%s (retrying in %.1fs): %s",
+                                   key.reason, key.kind, key.namespace, key.name, delay, exc)
+                    self._aggregator.retry(write)
+                    await asyncio.sleep(delay)
+                    continue
                 logger.warning("could not write event %s for %s %s/%s: %s",
                                key.reason, key.kind, key.namespace, key.name, exc)
             except Exception:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kube.api import KubeApi
-from kube.errors import AlreadyExists, ApiError, NotFound
+from kube.errors import AlreadyExists, NotFound
 from kube.events import EventRecorder
 from kube.patches import PatchType
 from kube.reflector import Reflector
@@ -28,6 +28,7 @@ from sandbox.kubelet.logstore import LogStore
 from sandbox.kubelet.nodeobject import HOST_IP, node_labels, node_object, node_status
 from sandbox.kubelet.nodespec import NodeSpec
 from sandbox.kubelet.podworker import NodeFacts, PodWorker, WorkerSettings
+from sandbox.kubelet.writes import LatestWriter, newest, retrying
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,14 @@ class NodeAgent:
         self._node_conditions: dict[str, list[dict[str, Any]]] = {}
         self._recorders = {spec.name: EventRecorder(api, "kubelet", host=spec.name) for spec in options.nodes}
         self._leases = True
+        self._node_writers = {
+            spec.name: LatestWriter(f"node {spec.name} status", self._send_node_status, newest)
+            for spec in options.nodes
+        }
+        self._lease_writers = {
+            spec.name: LatestWriter(f"node {spec.name} lease", self._send_lease, newest)
+            for spec in options.nodes
+        }
         self.ready = asyncio.Event()
 
     @property
@@ -98,6 +107,10 @@ class NodeAgent:
                 logger.info("node agent ready for %s", ", ".join(self._nodes))
         finally:
             await self._stop_workers()
+            for node_writer in self._node_writers.values():
+                await node_writer.close()
+            for lease_writer in self._lease_writers.values():
+                await lease_writer.close()
             await self._log_server.stop()
             for recorder in self._recorders.values():
                 await recorder.close(drain_seconds=1)
@@ -111,37 +124,49 @@ class NodeAgent:
     # -- nodes ------------------------------------------------------------------------------
 
     async def _register(self, spec: NodeSpec) -> None:
-        try:
-            await self._api.create(NODES, node_object(spec, self.log_port, _now()))
-            logger.info("registered node %s", spec.name)
-        except AlreadyExists:
-            await self._api.patch(
-                NODES, spec.name, {"metadata": {"labels": node_labels(spec)}}, patch_type=PatchType.MERGE
-            )
-            logger.info("adopted existing node %s", spec.name)
-        await self._write_node_status(spec)
-        await self._renew_lease(spec)
+        async def register() -> None:
+            try:
+                await self._api.create(NODES, node_object(spec, self.log_port, _now()))
+                logger.info("registered node %s", spec.name)
+            except AlreadyExists:
+                await self._api.patch(
+                    NODES, spec.name, {"metadata": {"labels": node_labels(spec)}}, patch_type=PatchType.MERGE
+                )
+                logger.info("adopted existing node %s", spec.name)
 
-    async def _renew_lease(self, spec: NodeSpec) -> None:
+        # An agent that starts while the API server is away waits for it, as a kubelet does.
+        await retrying(register, f"registering node {spec.name}")
+        await self._heartbeat(spec)
+
+    async def _heartbeat(self, spec: NodeSpec) -> None:
+        """A fresh node status and Lease renewal, each written as soon as the API server takes it."""
+        status = node_status(spec, self.log_port, _now(), self._node_conditions.get(spec.name, ()))
+        self._node_conditions[spec.name] = status["conditions"]
+        await self._node_writers[spec.name].write((spec.name, status))
+        if self._leases:
+            await self._lease_writers[spec.name].write((spec.name, _micro_now()))
+
+    async def _send_node_status(self, update: tuple[str, dict[str, Any]]) -> None:
+        name, status = update
+        await self._api.patch(
+            NODES, name, {"status": status}, patch_type=PatchType.MERGE, subresource="status"
+        )
+
+    async def _send_lease(self, renewal: tuple[str, str]) -> None:
         """Renew the node's Lease as kubelets do; skipped where kube-node-lease does not exist."""
-        if not self._leases:
-            return
+        name, renew_time = renewal
         renewed = {
-            "spec": {
-                "holderIdentity": spec.name,
-                "leaseDurationSeconds": LEASE_SECONDS,
-                "renewTime": _micro_now(),
-            }
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": renew_time}
         }
         try:
-            await self._api.patch(LEASES, spec.name, renewed, LEASE_NAMESPACE, patch_type=PatchType.MERGE)
+            await self._api.patch(LEASES, name, renewed, LEASE_NAMESPACE, patch_type=PatchType.MERGE)
             return
         except NotFound:
             pass
         body = {
             "apiVersion": LEASES.api_version,
             "kind": LEASES.kind,
-            "metadata": {"name": spec.name, "namespace": LEASE_NAMESPACE},
+            "metadata": {"name": name, "namespace": LEASE_NAMESPACE},
             **renewed,
         }
         try:
@@ -150,22 +175,11 @@ class NodeAgent:
             logger.info("no %s namespace: node heartbeats go to the node status only", LEASE_NAMESPACE)
             self._leases = False
 
-    async def _write_node_status(self, spec: NodeSpec) -> None:
-        status = node_status(spec, self.log_port, _now(), self._node_conditions.get(spec.name, ()))
-        await self._api.patch(
-            NODES, spec.name, {"status": status}, patch_type=PatchType.MERGE, subresource="status"
-        )
-        self._node_conditions[spec.name] = status["conditions"]
-
     async def _heartbeats(self) -> None:
         while True:
             await asyncio.sleep(self._options.heartbeat_seconds)
             for spec in self._options.nodes:
-                try:
-                    await self._write_node_status(spec)
-                    await self._renew_lease(spec)
-                except ApiError as error:
-                    logger.warning("node %s: heartbeat failed: %s", spec.name, error)
+                await self._heartbeat(spec)
 
     # -- pods -------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from typing import Any
 from kube.api import KubeApi
 from kube.errors import ApiError, Conflict, NotFound
 from kube.events import EventRecorder
-from kube.patches import PatchType
+from kube.patches import PatchType, compose_merge_patches
 from kube.resources import PODS
 from kubeobjects.times import go_duration
 from sandbox.kubelet import backoff as bo
@@ -61,12 +61,11 @@ from sandbox.kubelet.slots import (
     ShowBackoff,
     earlier_restarts,
 )
+from sandbox.kubelet.writes import LatestWriter, retrying
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_GRACE_SECONDS = 30.0
-API_ATTEMPTS = 3
-RETRY_SECONDS = 1.0
 
 
 def now_text() -> str:
@@ -125,6 +124,9 @@ class PodWorker:
         self._final_phase: str | None = None
         self._gone = False
         self._waiters: set[asyncio.Task[None]] = set()
+        self._status: LatestWriter[dict[str, Any]] = LatestWriter(
+            f"pod {self._key} status", self._send_status, compose_merge_patches, on_gone=self._on_gone
+        )
 
     # -- called by the agent ----------------------------------------------------------------
 
@@ -187,23 +189,16 @@ class PodWorker:
             init_containers=self._init_records(),
         )
         status = compose_status(self.pod, view, now_text(), self._final_phase)
-        for attempt in range(API_ATTEMPTS):
-            try:
-                await self._api.patch(
-                    PODS,
-                    self.name,
-                    {"status": status},
-                    self.namespace,
-                    patch_type=PatchType.MERGE,
-                    subresource="status",
-                )
-                return
-            except NotFound:
-                self._gone = True
-                return
-            except ApiError as error:
-                logger.warning("pod %s: status write failed (attempt %d): %s", self._key, attempt + 1, error)
-                await asyncio.sleep(RETRY_SECONDS)
+        await self._status.write({"status": status})
+
+    async def _send_status(self, patch: dict[str, Any]) -> None:
+        await self._api.patch(
+            PODS, self.name, patch, self.namespace, patch_type=PatchType.MERGE, subresource="status"
+        )
+
+    def _on_gone(self) -> None:
+        self._gone = True
+        self._inbox.put_nowait(PodRemoved())
 
     async def _sources(self) -> dict[SourceKey, Mapping[str, str]]:
         spec = self.pod.get("spec") or {}
@@ -222,6 +217,7 @@ class PodWorker:
                     await slot.process.stop(0)
             for waiter in list(self._waiters):
                 waiter.cancel()
+            await self._status.close()
 
     async def _live(self) -> None:
         phase = (self.pod.get("status") or {}).get("phase")
@@ -462,17 +458,20 @@ class PodWorker:
         await self._final_delete()
 
     async def _final_delete(self) -> None:
-        """The kubelet's last word on a pod: delete it for good, once its containers are stopped."""
-        for attempt in range(API_ATTEMPTS):
-            try:
-                await self._api.delete(
-                    PODS, self.name, self.namespace, grace_period_seconds=0, uid_precondition=self.uid
-                )
-                logger.info("pod %s deleted", self._key)
-                break
-            except (NotFound, Conflict):
-                break
-            except ApiError as error:
-                logger.warning("pod %s: final delete failed (attempt %d): %s", self._key, attempt + 1, error)
-                await asyncio.sleep(RETRY_SECONDS)
+        """The kubelet's last word on a pod: delete it for good, once its containers are stopped
+        and its final status is written (retried for as long as the API server is away)."""
+        await self._status.settled()
+
+        async def delete() -> None:
+            await self._api.delete(
+                PODS, self.name, self.namespace, grace_period_seconds=0, uid_precondition=self.uid
+            )
+
+        try:
+            await retrying(delete, f"pod {self._key}: final delete")
+            logger.info("pod %s deleted", self._key)
+        except (NotFound, Conflict):
+            pass  # gone already, or a new pod of that name: not ours to delete
+        except ApiError as error:
+            logger.error("pod %s: final delete failed for good: %s", self._key, error)
         self._gone = True

@@ -52,6 +52,7 @@ async def test_a_pod_that_finishes_while_the_api_is_away_is_reported_once_it_is_
 
 async def test_status_writes_under_failing_requests_land_in_order_and_end_with_the_latest() -> None:
     async with sandbox_cluster(scheduler=False) as cluster, cluster.watching(PODS) as pods:
+        await asyncio.sleep(0.5)  # the test's own watch opens before requests start failing
         cluster.handle.inject({"errors": {"fraction": 0.5, "code": 500}})
         manifest = pod_manifest("flaky", "sleep 0.2; exit 1", restart_policy="OnFailure", nodeName="las1")
         for attempt in range(50):  # the create itself may be answered 500
@@ -74,7 +75,9 @@ async def test_status_writes_under_failing_requests_land_in_order_and_end_with_t
 
         async def events_landed() -> bool:
             events, _ = await cluster.api.list_all(EVENTS, "default")
-            started = [e for e in events if e["involvedObject"]["name"] == "flaky" and e["reason"] == "Started"]
+            started = [
+                e for e in events if e["involvedObject"]["name"] == "flaky" and e["reason"] == "Started"
+            ]
             return bool(started) and started[0]["count"] >= 3
 
         await eventually(events_landed, within=20, what="the Started events, counted")

@@ -86,6 +86,26 @@ def test_a_failed_write_drops_its_occurrences_but_not_the_series() -> None:
     assert write is not None and write.existing_name is None and write.count == 1
 
 
+def test_a_write_to_retry_keeps_its_occurrences_for_the_next_write_first() -> None:
+    agg = EventAggregator()
+    first, other = event_key(JOB, "Normal", "R", "m"), event_key(JOB, "Normal", "R", "other")
+    agg.observe(first, T0)
+    agg.observe(first, T0)
+    failed = agg.next_write()
+    assert failed is not None and failed.count == 2
+    agg.observe(other, T0)
+    agg.observe(first, T0)
+    agg.retry(failed)
+    again = agg.next_write()
+    assert again is not None and again.key == first and again.count == 3
+    agg.written(again, "job.1", "default")
+    agg.observe(first, T0)
+    later = agg.next_write()
+    assert later is not None and later.key == other
+    patch = agg.next_write()
+    assert patch is not None and patch.existing_name == "job.1" and patch.count == 4
+
+
 def test_least_recently_seen_series_are_evicted() -> None:
     agg = EventAggregator(max_tracked=2)
     for message in ["a", "b", "c"]:

@@ -7,7 +7,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kube.patches import PatchType, escape_json_pointer, json_patch_test_resource_version, merge_patch
+from kube.patches import (
+    PatchType,
+    compose_merge_patches,
+    escape_json_pointer,
+    json_patch_test_resource_version,
+    merge_patch,
+)
 
 
 def apply_merge_patch(target: Any, patch: Any) -> Any:
@@ -44,6 +50,26 @@ def test_merge_patch_turns_old_into_new(old: dict[str, Any], new: dict[str, Any]
 @given(objects)
 def test_merge_patch_of_equal_objects_is_empty(obj: dict[str, Any]) -> None:
     assert merge_patch(obj, obj) == {}
+
+
+patches = st.dictionaries(
+    st.sampled_from("abc"),
+    st.recursive(
+        st.one_of(st.none(), scalars),
+        lambda children: st.dictionaries(st.sampled_from("abc"), children, max_size=3),
+        max_leaves=8,
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(objects, patches, patches)
+def test_composed_merge_patches_do_what_both_do_in_turn(
+    target: dict[str, Any], first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    expected = apply_merge_patch(apply_merge_patch(target, first), second)
+    assert apply_merge_patch(target, compose_merge_patches(first, second)) == expected
 
 
 def test_merge_patch_examples() -> None:

@@ -105,7 +105,9 @@ async def test_compaction_sends_a_resuming_watch_410_gone(api: ApiServerHandle) 
     assert body["type"] == "ERROR" and body["object"]["code"] == 410, body
 
 
-async def test_the_endpoint_rejects_bad_requests_and_users_outside_system_masters(api: ApiServerHandle) -> None:
+async def test_the_endpoint_rejects_bad_requests_and_users_outside_system_masters(
+    api: ApiServerHandle,
+) -> None:
     for body in (
         b"[]",
         b"not json",
