@@ -15,6 +15,7 @@ import importlib.util
 import logging
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 from sandbox.apiserver.faults import FAULT_CODES, MAX_LATENCY, ErrorRule, StandingFaults
@@ -75,24 +76,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_fault_arguments(parser)
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be within 0..1: {text!r}")
-    return value
+def _within(low: float, high: float, unit: str = "") -> Callable[[str], float]:
+    """An argparse type: a number within ``low..high``."""
 
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be within {low:g}..{high:g}{unit}: {text!r}")
+        return value
 
-def _latency(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
-    if not 0.0 <= value <= MAX_LATENCY:
-        raise argparse.ArgumentTypeError(f"must be within 0..{MAX_LATENCY:g} seconds: {text!r}")
-    return value
+    return parse
 
 
 def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,7 +97,7 @@ def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
     )
     faults.add_argument(
         "--fault-error-rate",
-        type=_fraction,
+        type=_within(0.0, 1.0),
         default=0.0,
         help="answer this fraction of API requests with --fault-error-code instead (default 0)",
     )
@@ -113,7 +109,10 @@ def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
         help="the injected error: 429 (with Retry-After: 1), 500 or 503 (default 429)",
     )
     faults.add_argument(
-        "--fault-latency", type=_latency, default=0.0, help="seconds added to every API request (default 0)"
+        "--fault-latency",
+        type=_within(0.0, MAX_LATENCY, " seconds"),
+        default=0.0,
+        help="seconds added to every API request (default 0)",
     )
 
 
