@@ -1,9 +1,9 @@
 """A read-through TFJob cache for admission: a watch-fed store, with a GET on a miss.
 
 The store keeps only what admitting a pod needs of each TFJob (``admission_view``): replica keys and
-counts, the ``tensorflow`` container's ports, the template's ``schedulerName``, and
-``enableDynamicWorker``. Full TFJobs carry whole pod templates; ten thousand of them would
-not fit the webhook's memory budget, and the mutation reads nothing else.
+counts, the ``tensorflow`` container's ports, the template's ``schedulerName``,
+``enableDynamicWorker`` and ``runPolicy.managedBy``. Full TFJobs carry whole pod templates; ten
+thousand of them would not fit the webhook's memory budget, and the mutation reads nothing else.
 
 A pod may be admitted before the watch has delivered its TFJob (the controller creates pods right
 after it sees the job), so a miss is answered by a GET. A missing TFJob is ``None``; any other
@@ -85,6 +85,9 @@ def admission_view(job: dict[str, Any]) -> dict[str, Any]:
     view_spec: dict[str, Any] = {}
     if "enableDynamicWorker" in spec:
         view_spec["enableDynamicWorker"] = spec["enableDynamicWorker"]
+    run_policy = spec.get("runPolicy")
+    if isinstance(run_policy, dict) and "managedBy" in run_policy:
+        view_spec["runPolicy"] = {"managedBy": run_policy["managedBy"]}
     replica_specs = spec.get("tfReplicaSpecs")
     if isinstance(replica_specs, dict):
         view_spec["tfReplicaSpecs"] = {

@@ -15,8 +15,9 @@ JSON patch that works whether ``env``/``annotations``/``labels`` exist or not, a
 the pod is already mutated (idempotent on reinvocation).
 
 Requests this endpoint does not mutate get a documented answer: a non-CREATE operation, another
-kind or a subresource, a pod without the job-name label, or one whose ``operator-name`` label names
-another operator (PyTorchJob pods carry the same job-name label) is allowed unchanged. A pod whose
+kind or a subresource, a pod without the job-name label, one whose ``operator-name`` label names
+another operator (PyTorchJob pods carry the same job-name label), or one whose TFJob names another
+manager in ``runPolicy.managedBy`` (``tfjob.managedby``) is allowed unchanged. A pod whose
 TFJob does not exist, whose replica type or index is not in the job, or that has no
 ``tensorflow`` container is denied (403) with a message saying which.
 """
@@ -39,6 +40,7 @@ from tfjob.constants import (
     LABEL_SCHEDULER_PLUGINS_POD_GROUP,
     TF_CONFIG_ENV,
 )
+from tfjob.managedby import managed_here
 from tfjob.naming import replica_index, replica_type_key
 from tfjob.pods import gang_annotations, template_scheduler_name
 from tfjob.settings import Settings
@@ -106,6 +108,8 @@ def mutate_pod(
         return deny(
             REASON_NO_TFJOB, DENIED, f"TFJob {job_ref} (label {LABEL_JOB_NAME} of the pod) does not exist"
         )
+    if not managed_here(job):
+        return allow(REASON_IGNORED)  # another manager's job: its pods are its business
     pod = target.pod
     meta = Meta(pod)
     labels = meta.labels

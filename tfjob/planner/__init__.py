@@ -2,6 +2,7 @@
 the actions that bring the cluster towards it (see ``tfjob.planner.plan``)."""
 
 from kubeobjects.times import format_time, parse_time
+from tfjob.managedby import managed_here
 from tfjob.planner.actions import (
     NORMAL,
     WARNING,
@@ -28,7 +29,7 @@ from tfjob.planner.draft import (
 )
 from tfjob.planner.exitcodes import is_retryable_exit_code
 from tfjob.planner.observed import Observed
-from tfjob.planner.plan import managed_here, plan
+from tfjob.planner.plan import plan
 
 __all__ = [
     "COUNTER_CREATED",

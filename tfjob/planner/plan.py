@@ -47,13 +47,13 @@ from tfjob.constants import (
     EVENT_FAILED_CREATE_SERVICE,
     EVENT_SET_POD_TEMPLATE_RESTART_POLICY,
     EVENT_SET_POD_TEMPLATE_SCHEDULER_NAME,
-    MANAGED_BY_TRAINING_OPERATOR,
     REASON_CREATED,
     REASON_RESTARTING,
     STATUS_ORDER,
     WORKER,
 )
 from tfjob.defaults import with_defaults
+from tfjob.managedby import managed_here
 from tfjob.planner.abnormal import abnormal_pod_events
 from tfjob.planner.actions import NORMAL, WARNING, CreatePod, CreateService, DeletePod, DeleteService
 from tfjob.planner.cleanup import (
@@ -98,13 +98,6 @@ RESTART_POLICY_OVERRIDDEN_MESSAGE = (
 SCHEDULER_NAME_KEPT_MESSAGE = (
     "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten"
 )
-
-
-def managed_here(job: TFJob) -> bool:
-    """Unset or ``kubeflow.org/training-operator``: tfgang's to run; anything else is left alone."""
-    run_policy = (job.get("spec") or {}).get("runPolicy") or {}
-    managed_by = run_policy.get("managedBy") if isinstance(run_policy, dict) else None
-    return managed_by in (None, "", MANAGED_BY_TRAINING_OPERATOR)
 
 
 def _untouched(job: TFJob) -> Plan:
