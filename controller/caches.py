@@ -1,9 +1,13 @@
 """The controller's watch-fed caches and how their events turn into job keys for the work queue.
 
-Five reflectors keep five stores: TFJobs, the controller's pods and services (by the
-``operator-name`` label), PodGroups and PriorityClasses. Every event maps to the key of the job it
-concerns; a PriorityClass change touches every job (their PodGroup ``minResources`` order can
-depend on it, D11), which is rare enough to simply requeue all of them.
+Six reflectors keep six stores: TFJobs, the controller's pods and services (by the
+``operator-name`` label), PodGroups, PriorityClasses and, under Volcano, the ``Unschedulable``
+events about PodGroups (the only place Volcano says why it does not admit a gang whose pods are
+held back; the planner reports it, ``tfjob.planner.waiting``). Every event maps to the key of the
+job it concerns; a PriorityClass change touches every job (their PodGroup ``minResources`` order
+can depend on it, D11), which is rare enough to simply requeue all of them. A PodGroup event
+wakes its job only when it says something new: Volcano repeats them every session, and a
+repeat only bumps the count.
 """
 
 from __future__ import annotations
@@ -14,15 +18,18 @@ from typing import Any
 
 from controller.resources import (
     CHILD_LABEL_SELECTOR,
+    PODGROUP_EVENT_SELECTOR,
     TFJOBS,
     job_key_of_child,
+    job_key_of_podgroup_event,
     job_label_index,
+    podgroup_event_index,
     podgroup_resource,
 )
 from controller.writes import OwnWrites
 from kube.api import KubeApi
 from kube.reflector import Reflector
-from kube.resources import PODS, PRIORITY_CLASSES, SERVICES, Resource
+from kube.resources import EVENTS, PODS, PRIORITY_CLASSES, SERVICES, Resource
 from kube.store import Store, object_key
 from kubeobjects.meta import Meta
 from tfjob.planner import Observed
@@ -70,8 +77,10 @@ class JobCaches:
         self.services = Store()
         self.podgroups = Store()
         self.priority_classes = Store()
+        self.podgroup_events = Store()
         for store in (self.pods, self.services):
             store.add_index(JOB_INDEX, job_label_index)
+        self.podgroup_events.add_index(JOB_INDEX, podgroup_event_index)
 
         def reflector(res: Resource, store: Store, *, child: bool, selector: str | None = None) -> Reflector:
             return Reflector(
@@ -100,6 +109,18 @@ class JobCaches:
         self.podgroup_resource = podgroup_resource(settings)
         if settings.gang_enabled:
             self.reflectors.append(reflector(self.podgroup_resource, self.podgroups, child=True))
+        if settings.volcano:
+            self.reflectors.append(
+                Reflector(
+                    api,
+                    EVENTS,
+                    self.podgroup_events,
+                    namespace=namespace or None,
+                    field_selector=PODGROUP_EVENT_SELECTOR,
+                    handlers=[self._podgroup_event_handler],
+                    watch_timeout_seconds=watch_timeout_seconds,
+                )
+            )
 
     # -- events -> keys ----------------------------------------------------------------------
 
@@ -119,6 +140,15 @@ class JobCaches:
                 self._enqueue(old_key)
 
         return handle
+
+    def _podgroup_event_handler(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if event_type == "MODIFIED" and old is not None and old.get("message") == obj.get("message"):
+            return
+        key = job_key_of_podgroup_event(obj)
+        if key is not None and event_type != "DELETED":
+            self._enqueue(key)
 
     def _priority_class_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
@@ -159,4 +189,5 @@ class JobCaches:
             services=services,
             podgroup=podgroup,  # type: ignore[arg-type]
             priority_values=priority_values,
+            podgroup_events=self.podgroup_events.by_index(JOB_INDEX, key),
         )

@@ -5,7 +5,8 @@ children (corrected by the controller's own writes). Actions run in plan order (
 exists before any pod), except that a run of pod and service creates goes out concurrently; a
 failed action ends the pass with an error once its batch is done, and the work queue
 retries the key with backoff. Nothing half-made is remembered: the next pass plans again from
-what it observes. The status is written only after every action succeeded, and only if changed.
+what it observes. The status is written only after every action succeeded, and only if changed;
+the one exception is a create the API refuses, which the Created condition reports at once.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from controller.actions import ActionFailed, ActionRunner, Outcome
 from controller.caches import JobCaches
 from controller.metrics import ControllerMetrics
 from controller.status import StatusWriter
+from kube.errors import ApiError
 from kube.logs import log_fields
-from tfjob.planner import Observed, plan
+from tfjob.planner import COUNTER_CREATED, Observed, plan
 from tfjob.planner.actions import Action, CreatePod, CreateService, Event
+from tfjob.planner.waiting import refused_creation_status
 from tfjob.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -32,6 +35,10 @@ logger = logging.getLogger(__name__)
 # (involved object, event) -> None; the recorder aggregates repeats (D10).
 RecordEvent = Callable[[Mapping[str, Any], Event], None]
 
+
+# Answers that mean the API will not create the object as asked until something changes: the
+# request (400), a quota or an admission webhook (403), the object itself (422).
+_REFUSALS = frozenset({400, 403, 422})
 
 # Pods and services of different replicas do not depend on each other, so a run of their creates
 # goes out at once; everything else (the PodGroup first of all) keeps plan order.
@@ -111,6 +118,7 @@ class Reconciler:
                 logger.warning("action failed: %s", failure)
                 if failure.event is not None:
                     self._record(job, failure.event)
+                await self._report_refusal(job, failure, result.counters)
                 # The decision events still describe what the pass saw; the status waits for a
                 # pass whose actions all happened.
                 self._record_all(job, result.events)
@@ -127,6 +135,30 @@ class Reconciler:
                     "written" if status_written else "unchanged",
                 )
             return PassResult(result.requeue_after, writes, status_written)
+
+    async def _report_refusal(
+        self, job: Mapping[str, Any], failure: ActionFailed, counters: tuple[str, ...]
+    ) -> None:
+        """A pod or service the API refuses to create (quota, a webhook, an invalid template): the
+        job's Created condition says so, not only this log. Transient failures are not reported;
+        the retry with backoff deals with them. The refusal's own write failing changes nothing:
+        the pass fails anyway and is retried."""
+        action, cause = failure.action, failure.cause
+        if not isinstance(action, CreatePod | CreateService) or not isinstance(cause, ApiError):
+            return
+        if cause.status not in _REFUSALS:
+            return
+        what = f"{'pod' if isinstance(action, CreatePod) else 'service'} {action.name}"
+        name = str((job.get("metadata") or {}).get("name") or "")
+        status = refused_creation_status(job.get("status"), name, what, str(cause), self._clock())
+        try:
+            written = await self._status.write(job, status)
+        except ApiError as error:
+            logger.warning("could not report the refusal in the status: %s", error)
+            return
+        if written and COUNTER_CREATED in counters:  # this write added Created: count the job once
+            namespace = str((job.get("metadata") or {}).get("namespace") or "")
+            self._metrics.count_job(COUNTER_CREATED, namespace)
 
     async def _run_batch(self, job: Mapping[str, Any], observed: Observed, batch: tuple[Action, ...]) -> int:
         """Run one batch concurrently; record every outcome; raise the first failure, if any."""

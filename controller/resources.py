@@ -51,6 +51,28 @@ def job_key_of_child(obj: Mapping[str, Any]) -> str | None:
     return f"{namespace}/{job_name}" if job_name else None
 
 
+# Volcano's word on a PodGroup that is not admitted: Normal events from the enqueue checks (and the
+# Warning it repeats each session). Only these are watched, not every event in the cluster.
+PODGROUP_EVENT_SELECTOR = "involvedObject.kind=PodGroup,reason=Unschedulable"
+
+
+def job_key_of_podgroup_event(event: Mapping[str, Any]) -> str | None:
+    """The job a PodGroup event concerns: PodGroups are named after their job (reference §6.2)."""
+    involved = event.get("involvedObject")
+    if not isinstance(involved, Mapping):
+        return None
+    namespace, name = involved.get("namespace"), involved.get("name")
+    if isinstance(namespace, str) and namespace and isinstance(name, str) and name:
+        return f"{namespace}/{name}"
+    return None
+
+
+def podgroup_event_index(obj: dict[str, Any]) -> list[str]:
+    """Store index function: ``namespace/job-name`` of the PodGroup an event is about."""
+    key = job_key_of_podgroup_event(obj)
+    return [key] if key is not None else []
+
+
 def job_label_index(obj: dict[str, Any]) -> list[str]:
     """Store index function: ``namespace/job-name`` from the job-name label."""
     meta = Meta(obj)

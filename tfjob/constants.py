@@ -123,6 +123,8 @@ EVENT_SUCCESSFUL_DELETE_JOB: Final = "SuccessfulDeleteJob"
 EVENT_FAILED_DELETE_JOB: Final = "FailedDeleteJob"
 EVENT_SET_POD_TEMPLATE_RESTART_POLICY: Final = "SetPodTemplateRestartPolicy"
 EVENT_SET_POD_TEMPLATE_SCHEDULER_NAME: Final = "SetPodTemplateSchedulerName"
+# tfgang's: why a job has not started (Volcano's vcjob reports a waiting gang as PodGroupPending).
+EVENT_PODGROUP_PENDING: Final = "PodGroupPending"
 
 # The ExitCode policy's sentinel for "the tensorflow container never terminated" (reference §5.5).
 EXIT_CODE_UNKNOWN: Final = 0xBEEF

@@ -1,4 +1,5 @@
-"""Operator-wide settings the domain needs: which gang scheduler, which cluster domain."""
+"""Operator-wide settings the domain needs: which gang scheduler, which cluster domain, how long a
+reason to wait must hold before a job reports it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ class Settings:
     gang_scheduler_name: str = VOLCANO_SCHEDULER_NAME
     # Appended after ".svc" in TF_CONFIG addresses when set (upstream's CUSTOM_CLUSTER_DOMAIN).
     cluster_domain: str = ""
+    # Seconds a reason for a job not starting (an unschedulable gang, a full queue) must hold
+    # before the job reports it, so the second between admission and binding is not reported.
+    pending_reason_grace_seconds: float = 10.0
 
     @property
     def gang_enabled(self) -> bool:

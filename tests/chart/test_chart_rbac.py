@@ -23,7 +23,8 @@ def _controller_grants(where: str, podgroup_group: str | None = "scheduling.volc
         ("kubeflow.org", "tfjobs/status", "patch"),
         ("", "pods", "get list watch create delete"),
         ("", "services", "get list watch create delete"),
-        ("", "events", "create patch"),
+        # under Volcano, its Unschedulable events on PodGroups are watched too
+        ("", "events", "create patch" + (" list watch" if podgroup_group == "scheduling.volcano.sh" else "")),
     }
     if podgroup_group is not None:
         namespaced.add((podgroup_group, "podgroups", "get list watch create patch delete"))

@@ -220,6 +220,7 @@ def controller_config(
     lease_namespace: str = "default",
     workers: int = 4,
     gang_scheduler_name: str = "volcano",
+    pending_reason_grace_seconds: float = Settings.pending_reason_grace_seconds,
 ) -> ControllerConfig:
     election = None
     if leader_identity is not None:
@@ -235,7 +236,9 @@ def controller_config(
         namespace=namespace,
         leader_election=election,
         workers=workers,
-        settings=Settings(gang_scheduler_name=gang_scheduler_name),
+        settings=Settings(
+            gang_scheduler_name=gang_scheduler_name, pending_reason_grace_seconds=pending_reason_grace_seconds
+        ),
         kube_api_qps=1000.0,
         kube_api_burst=1000,
     )

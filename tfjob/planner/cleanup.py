@@ -18,6 +18,7 @@ from kubeobjects.times import parse_time
 from tfjob.constants import (
     CLEAN_POD_POLICY_NONE,
     CLEAN_POD_POLICY_RUNNING,
+    COND_CREATED,
     COND_FAILED,
     COND_RESTARTING,
     COND_RUNNING,
@@ -39,6 +40,7 @@ from tfjob.planner.observed import (
     pod_phase,
 )
 from tfjob.planner.status import Verdict
+from tfjob.planner.waiting import created_message
 from tfjob.wire import PodGroup, ReplicaStatus
 
 Obj = Mapping[str, Any]
@@ -188,6 +190,8 @@ def suspend(
             entry.pop("active", None)
             idle[rtype] = entry
         draft.status["replicaStatuses"] = idle
+    # A suspended job waits for nobody's scheduler: whatever the Created condition said goes.
+    draft.set_message(COND_CREATED, created_message(facts.name))
     message = f"TFJob {facts.name} is suspended."
     running = find_condition(draft.conditions, COND_RUNNING)
     restarting = find_condition(draft.conditions, COND_RESTARTING)

@@ -89,6 +89,24 @@ def set_condition(conditions: Sequence[JobCondition], update: JobCondition) -> l
     return result
 
 
+def with_message(
+    conditions: Sequence[JobCondition], type_: str, message: str, timestamp: str
+) -> list[JobCondition]:
+    """The list with the ``type_`` condition's message replaced (and ``lastUpdateTime`` moved).
+
+    Status, reason and ``lastTransitionTime`` stay: the condition still holds, only what it says
+    about the job changed (the Created condition saying why the job has not started).
+    """
+    result: list[JobCondition] = []
+    for condition in conditions:
+        if condition.get("type") == type_ and condition.get("message") != message:
+            condition = JobCondition(**condition)
+            condition["message"] = message
+            condition["lastUpdateTime"] = timestamp
+        result.append(condition)
+    return result
+
+
 def last_condition_type(conditions: Sequence[JobCondition]) -> str:
     """What ``kubectl get tfjob`` shows in the ``State`` column: the type of the last entry."""
     return conditions[-1].get("type", "") if conditions else ""

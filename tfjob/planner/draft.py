@@ -8,7 +8,7 @@ from datetime import datetime
 
 from kubeobjects.times import format_time
 from tfjob.planner.actions import Action, Event
-from tfjob.planner.conditions import new_condition, set_condition
+from tfjob.planner.conditions import new_condition, set_condition, with_message
 from tfjob.wire import JobCondition, JobStatus
 
 COUNTER_CREATED = "jobs_created"
@@ -59,6 +59,15 @@ class Draft:
     def set_condition(self, type_: str, status: str, reason: str, message: str) -> None:
         update = new_condition(type_, status, reason, message, self.timestamp)
         self.status["conditions"] = set_condition(self.conditions, update)
+
+    def set_message(self, type_: str, message: str) -> bool:
+        """Replace the message of the ``type_`` condition; True when it changed."""
+        before = self.conditions
+        after = with_message(before, type_, message, self.timestamp)
+        if after == before:
+            return False
+        self.status["conditions"] = after
+        return True
 
     def act(self, action: Action) -> None:
         self.actions.append(action)

@@ -32,6 +32,8 @@ class Observed:
     services: Sequence[Service] = ()
     podgroup: PodGroup | None = None  # the job's PodGroup, if it exists
     priority_values: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name -> value
+    # Volcano's Unschedulable events about the job's PodGroup (why it is not admitted yet)
+    podgroup_events: Sequence[Mapping[str, Any]] = ()
 
 
 def pod_phase(pod: Mapping[str, Any]) -> str:

@@ -14,6 +14,7 @@ One pass, in order:
 4. suspended -> every child deleted, Running off, Suspended on; resumed -> Suspended off;
 5. backoffLimit (D2) and activeDeadlineSeconds (D1) -> Failed, every pod and service deleted (D3);
 6. gang scheduling: PodGroup created/patched; pods held back until Volcano admits it (D14, D15);
+   until the job runs, the Created condition says why it waits (``tfjob.planner.waiting``);
 7. the status decision (Succeeded, Failed, Running, Restarting; D5, D6);
 8. a finishing pass cleans up at once; otherwise restarts, scale-down, missing pods and services.
 
@@ -42,6 +43,7 @@ from kubeobjects.meta import Meta
 from kubeobjects.times import parse_time
 from tfjob.constants import (
     COND_CREATED,
+    COND_RUNNING,
     EVENT_EXITED_WITH_CODE,
     EVENT_FAILED_CREATE_POD,
     EVENT_FAILED_CREATE_SERVICE,
@@ -63,7 +65,7 @@ from tfjob.planner.cleanup import (
     resume_if_suspended,
     suspend,
 )
-from tfjob.planner.conditions import TRUE, find_condition, is_finished
+from tfjob.planner.conditions import TRUE, find_condition, is_finished, is_true
 from tfjob.planner.draft import COUNTER_CREATED, COUNTER_FAILED_PODS, COUNTER_RESTARTED, Draft, Plan
 from tfjob.planner.exitcodes import tensorflow_exit_code
 from tfjob.planner.facts import JobFacts, read_facts
@@ -83,6 +85,7 @@ from tfjob.planner.status import (
     restarting_verdict,
     worker0_completed,
 )
+from tfjob.planner.waiting import Waiting, created_message, report_waiting, why_waiting
 from tfjob.pods import desired_pod, template_restart_policy_overridden, template_scheduler_name
 from tfjob.services import desired_service
 from tfjob.settings import Settings
@@ -124,7 +127,7 @@ def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
     facts = read_facts(job)
     draft = Draft.starting_from(raw.get("status"), now)
     if find_condition(draft.conditions, COND_CREATED) is None:
-        draft.set_condition(COND_CREATED, TRUE, REASON_CREATED, f"TFJob {facts.name} is created.")
+        draft.set_condition(COND_CREATED, TRUE, REASON_CREATED, created_message(facts.name))
         if find_condition(draft.conditions, COND_CREATED) is not None:  # not after a Failed one
             draft.count(COUNTER_CREATED)
     pods = [pod for pod in observed.pods if owned_by(pod, job)]
@@ -173,6 +176,7 @@ def _run_active_job(
         fail_and_tear_down(draft, facts, gate.timed_out, pods, services, podgroup, event_type=WARNING)
         return
     if gate.hold_back:
+        _say_why_waiting(draft, facts, observed, pods, settings)
         return
 
     if not draft.status.get("startTime"):
@@ -189,10 +193,23 @@ def _run_active_job(
     if decision.activity is not None:
         activity = decision.activity
         draft.set_condition(activity.type, TRUE, activity.reason, activity.message)
+    _say_why_waiting(draft, facts, observed, pods, settings)
     if deadline is None:
         new_deadline = deadline_at(facts, parse_time(draft.status.get("startTime")))
         if new_deadline is not None:
             draft.requeue_in((new_deadline - draft.now).total_seconds())
+
+
+def _say_why_waiting(
+    draft: Draft, facts: JobFacts, observed: Observed, pods: Sequence[Obj], settings: Settings
+) -> None:
+    if is_true(draft.conditions, COND_RUNNING):
+        waiting = Waiting(None, None)  # running: nothing to wait for, whatever a cache still says
+    else:
+        podgroup = observed.podgroup if settings.volcano else None
+        grace = settings.pending_reason_grace_seconds
+        waiting = why_waiting(podgroup, observed.podgroup_events, pods, draft.now, grace)
+    report_waiting(draft, facts.name, waiting)
 
 
 def _decide(

@@ -191,9 +191,17 @@ services and PodGroups is the re-read after a create that found the object alrea
   resources: ["podgroups"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
 {{- end }}
+{{- if eq (include "tfgang.podGroupApiGroup" .) "scheduling.volcano.sh" }}
+# Volcano says why it does not admit a gang only in events on the PodGroup: watched, then reported
+# on the TFJob.
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch", "list", "watch"]
+{{- else }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- end }}
 {{- end }}
 
 {{- define "tfgang.controller.clusterRules" -}}

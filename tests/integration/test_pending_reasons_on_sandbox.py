@@ -1,0 +1,140 @@
+"""Why is it pending? The TFJob says it in its Created condition, in one event, and so in
+``kubectl describe tfjob``: Volcano's words for an unschedulable gang or a queue without room, and
+the API's words for a pod it refuses to create. Run with the sandbox's real gang scheduler."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kube.patches import PatchType
+from kube.resources import NODES, QUEUES_V1BETA1
+from sandbox.kubectl import find_kubectl, kubectl
+
+from .cluster import Cluster, condition, eventually, simple_job
+from .gang import gang_scheduler, node
+from .operator import controller_config, running_controller
+
+GRACE = 1.0  # the controller reports a reason once it has held this long
+
+
+def _created_message(job: dict[str, Any]) -> str:
+    found = condition(job, "Created")
+    return str((found or {}).get("message") or "")
+
+
+async def _message_containing(cluster: Cluster, name: str, *parts: str, within: float = 30.0) -> str:
+    async def said() -> str | None:
+        message = _created_message(await cluster.job(name))
+        return message if all(part in message for part in parts) else None
+
+    return await eventually(said, within, what=f"{name}'s Created condition to say {parts}")
+
+
+async def _message_back_to_plain(cluster: Cluster, name: str, within: float = 30.0) -> None:
+    async def plain() -> bool:
+        return _created_message(await cluster.job(name)) == f"TFJob {name} is created."
+
+    await eventually(plain, within, what=f"{name}'s Created condition back to upstream's message")
+
+
+async def test_an_unschedulable_gang_is_explained_until_it_is_admitted(
+    cluster: Cluster, apiserver: Any, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    host = f"gpu-{uuid.uuid4().hex[:6]}"
+    taint = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
+    config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
+    async with (
+        gang_scheduler(str(apiserver.kubeconfig), [node(host, taints=[taint])]),
+        running_controller(controller_kubeconfig, config),
+    ):
+        await cluster.create_job(simple_job("tainted", ns, workers=2))
+        message = await _message_containing(
+            cluster, "tainted", "tasks in gang unschedulable", "untolerated taint {gpu: true}"
+        )
+        assert message.startswith("TFJob tainted is created. Not running yet: PodGroup tainted is Inqueue")
+        created = condition(await cluster.job("tainted"), "Created")
+        assert (created or {}).get("reason") == "TFJobCreated"
+        assert (created or {}).get("status") == "True"
+
+        pending = [e for e in await cluster.events("tainted") if e.get("reason") == "PodGroupPending"]
+        assert len(pending) == 1 and pending[0]["type"] == "Warning"  # one event, not one per pass
+        assert "untolerated taint {gpu: true}" in pending[0]["message"]
+
+        described = await kubectl(
+            find_kubectl(), apiserver.kubeconfig, ["describe", "tfjob", "tainted", "-n", ns]
+        )
+        assert described.code == 0, described.stderr
+        assert "untolerated taint {gpu: true}" in described.stdout
+        assert "PodGroupPending" in described.stdout
+
+        # The node is untainted: Volcano binds the gang and the job stops saying it waits.
+        await cluster.api.patch(NODES, host, {"spec": {"taints": []}}, patch_type=PatchType.MERGE)
+        await _message_back_to_plain(cluster, "tainted")
+
+
+async def test_a_queue_without_room_is_explained_while_the_pods_are_held_back(
+    cluster: Cluster, apiserver: Any, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    queue = f"tight-{uuid.uuid4().hex[:6]}"
+    job = simple_job("crowded", ns, workers=3, run_policy={"schedulingPolicy": {"queue": queue}})
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        spec["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
+    async with (
+        gang_scheduler(str(apiserver.kubeconfig), [node(f"big-{uuid.uuid4().hex[:6]}")]) as admin,
+        running_controller(controller_kubeconfig, config),
+    ):
+        await admin.create(
+            QUEUES_V1BETA1,
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": queue},
+                "spec": {"weight": 1, "reclaimable": True, "capability": {"cpu": "1"}},
+            },
+        )
+        await cluster.create_job(job)
+        message = await _message_containing(
+            cluster, "crowded", "queue resource quota insufficient: insufficient cpu"
+        )
+        assert "PodGroup crowded is Pending" in message
+        assert await cluster.pods("crowded") == {}  # held back: no pods while the gang is not admitted
+
+        await admin.patch(
+            QUEUES_V1BETA1, queue, {"spec": {"capability": {"cpu": "10"}}}, patch_type=PatchType.MERGE
+        )
+
+        async def three_pods() -> bool:
+            return len(await cluster.pods("crowded")) == 3
+
+        await eventually(three_pods, 30, what="the pods once the queue has room")
+        await _message_back_to_plain(cluster, "crowded")
+
+
+async def test_a_pod_the_api_refuses_is_explained_on_the_tfjob(
+    cluster: Cluster, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    job = simple_job("refused", ns)
+    # TFJob validation looks at the tensorflow container only; the API server checks every name.
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"].append(
+        {"name": "Side_Car", "image": "busybox:1.37.0-glibc"}
+    )
+    async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
+        await cluster.create_job(job)
+        await eventually(lambda: cluster.podgroup("refused"), 10, what="PodGroup refused")
+        await cluster.set_podgroup_phase("refused", "Inqueue")
+        message = await _message_containing(
+            cluster, "refused", "pod refused-worker-0 cannot be created", "Side_Car"
+        )
+        assert message.startswith("TFJob refused is created. pod refused-worker-0 cannot be created: 422 ")
+
+        async def failed_create_event() -> list[dict[str, Any]] | None:
+            found = [e for e in await cluster.events("refused") if e.get("reason") == "FailedCreatePod"]
+            return found or None
+
+        (event,) = await eventually(failed_create_event, 10, what="the FailedCreatePod event")
+        assert event["type"] == "Warning" and "Side_Car" in event["message"]
