@@ -3,23 +3,37 @@
 Split of work (design, "Who does what at pod creation"): the controller builds the pod from the
 replica template with name, labels, owner reference and restart policy; the mutating webhook
 adds TF_CONFIG, the gang annotations and the scheduler name. So ``desired_pod`` adds none of
-those, and ``gang_annotations``/``template_scheduler_name`` are here for the webhook.
+those; ``gang_marks`` says which marks the webhook adds, so the webhook and ``kubectl tfjob
+explain`` take the same decision.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 from tfjob.constants import (
     ANNOTATION_GROUP_NAME,
     ANNOTATION_TASK_SPEC,
     DEFAULT_RESTART_POLICY,
+    LABEL_SCHEDULER_PLUGINS_POD_GROUP,
     RESTART_EXIT_CODE,
     RESTART_NEVER,
 )
 from tfjob.naming import is_master_role, owner_reference, replica_labels, replica_name
+from tfjob.settings import Settings
 from tfjob.wire import JSONDict, Pod, ReplicaSpec, TFJob
+
+
+@dataclass(frozen=True)
+class GangMarks:
+    """What pod admission adds to a replica's pod so the gang scheduler treats it as one of the gang."""
+
+    annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    # Set when the pod must be sent to the gang scheduler; "" leaves the pod's schedulerName alone.
+    scheduler_name: str = ""
 
 
 def desired_pod(job: TFJob, rtype: str, index: int) -> Pod:
@@ -59,6 +73,18 @@ def template_restart_policy_overridden(spec: ReplicaSpec) -> bool:
 def gang_annotations(job_name: str, rtype: str) -> dict[str, str]:
     """The Volcano annotations tying a pod to its job's PodGroup and task."""
     return {ANNOTATION_GROUP_NAME: job_name, ANNOTATION_TASK_SPEC: rtype.lower()}
+
+
+def gang_marks(job: TFJob, job_name: str, rtype: str, settings: Settings) -> GangMarks:
+    """Volcano: the group-name/task-spec annotations; another gang scheduler: the scheduler-plugins
+    pod-group label; gang off: nothing. The scheduler name only when the replica TEMPLATE left it
+    empty, since the pod itself reaches admission defaulted to ``default-scheduler``."""
+    if not settings.gang_enabled:
+        return GangMarks()
+    scheduler_name = "" if template_scheduler_name(job, rtype) else settings.gang_scheduler_name
+    if settings.volcano:
+        return GangMarks(annotations=gang_annotations(job_name, rtype), scheduler_name=scheduler_name)
+    return GangMarks(labels={LABEL_SCHEDULER_PLUGINS_POD_GROUP: job_name}, scheduler_name=scheduler_name)
 
 
 def template_scheduler_name(job: TFJob, rtype: str) -> str:

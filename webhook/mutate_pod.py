@@ -37,12 +37,11 @@ from tfjob.constants import (
     LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
-    LABEL_SCHEDULER_PLUGINS_POD_GROUP,
     TF_CONFIG_ENV,
 )
 from tfjob.managedby import managed_here
 from tfjob.naming import replica_index, replica_type_key
-from tfjob.pods import gang_annotations, template_scheduler_name
+from tfjob.pods import gang_marks
 from tfjob.settings import Settings
 from tfjob.tfconfig import tf_config
 from tfjob.wire import TFJob
@@ -158,26 +157,13 @@ def mutate_pod(
         value = tf_configs.tf_config(job, rtype, index)
     if value is not None:
         _add_tf_config(patch, warnings, position, containers[position], value)
-    if settings.gang_enabled:
-        if settings.volcano:
-            _set_entries(
-                patch,
-                "/metadata/annotations",
-                meta.raw.get("annotations"),
-                gang_annotations(target.job_name, rtype),
-            )
-        else:
-            _set_entries(
-                patch,
-                "/metadata/labels",
-                meta.raw.get("labels"),
-                {LABEL_SCHEDULER_PLUGINS_POD_GROUP: target.job_name},
-            )
-        if (
-            not template_scheduler_name(job, rtype)
-            and spec.get("schedulerName") != settings.gang_scheduler_name
-        ):
-            patch.append({"op": "add", "path": "/spec/schedulerName", "value": settings.gang_scheduler_name})
+    marks = gang_marks(job, target.job_name, rtype, settings)
+    if marks.annotations:
+        _set_entries(patch, "/metadata/annotations", meta.raw.get("annotations"), marks.annotations)
+    if marks.labels:
+        _set_entries(patch, "/metadata/labels", meta.raw.get("labels"), marks.labels)
+    if marks.scheduler_name and spec.get("schedulerName") != marks.scheduler_name:
+        patch.append({"op": "add", "path": "/spec/schedulerName", "value": marks.scheduler_name})
     if not patch:
         return allow(REASON_UNCHANGED, warnings=warnings)
     return allow(REASON_MUTATED, patch=patch, warnings=warnings)
