@@ -30,6 +30,7 @@ from tfjob.planner.draft import (
 from tfjob.planner.exitcodes import is_retryable_exit_code
 from tfjob.planner.observed import Observed
 from tfjob.planner.plan import plan
+from tfjob.planner.progress import Progress, progress
 
 __all__ = [
     "COUNTER_CREATED",
@@ -52,10 +53,12 @@ __all__ = [
     "Observed",
     "PatchPodGroup",
     "Plan",
+    "Progress",
     "format_time",
     "is_retryable_exit_code",
     "last_condition_type",
     "managed_here",
     "parse_time",
     "plan",
+    "progress",
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from kubeobjects.meta import Meta
@@ -30,7 +30,7 @@ from tfjob.planner.facts import JobFacts
 from tfjob.planner.status import Verdict
 from tfjob.podgroup import desired_podgroup, podgroup_spec_patch
 from tfjob.settings import Settings
-from tfjob.wire import PodGroup, TFJob
+from tfjob.wire import JobStatus, PodGroup, TFJob
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,17 @@ def sync_gang(
     return GangGate(hold_back=True, timed_out=_schedule_timeout(draft, facts, podgroup, pods))
 
 
+def gang_deadline(status: JobStatus, podgroup: PodGroup | None, timeout: int, now: datetime) -> datetime:
+    """When a gang still not admitted fails the job (D14): ``timeout`` seconds after the wait began,
+    the later of the recorded wait start (``now`` when none is recorded) and the PodGroup's creation."""
+    starts = [parse_time(status.get("lastReconcileTime")) or now]
+    if podgroup is not None:
+        created = parse_time((podgroup.get("metadata") or {}).get("creationTimestamp"))
+        if created is not None:
+            starts.append(created)
+    return max(starts) + timedelta(seconds=timeout)
+
+
 def _mark_wait_start(draft: Draft) -> None:
     waiting_since = parse_time(draft.status.get("lastReconcileTime"))
     started = parse_time(draft.status.get("startTime"))
@@ -97,12 +108,7 @@ def _schedule_timeout(
     timeout = facts.schedule_timeout_seconds
     if timeout is None or timeout < 0 or pods:
         return None
-    starts = [parse_time(draft.status.get("lastReconcileTime")) or draft.now]
-    if podgroup is not None:
-        created = parse_time((podgroup.get("metadata") or {}).get("creationTimestamp"))
-        if created is not None:
-            starts.append(created)
-    deadline = max(starts) + timedelta(seconds=timeout)
+    deadline = gang_deadline(draft.status, podgroup, timeout, draft.now)
     remaining = (deadline - draft.now).total_seconds()
     if remaining > 0:
         draft.requeue_in(remaining)

@@ -64,12 +64,17 @@ def _recorded_failed(statuses: object) -> int:
     return total
 
 
+def counted_restarts(status: JobStatus, analyses: Iterable[ReplicaAnalysis]) -> int:
+    """The restarts that count toward backoffLimit (D2): in-place ones plus recorded recreations."""
+    return sum(analysis.running_restarts for analysis in analyses) + recorded_recreations(status)
+
+
 def past_backoff_limit(facts: JobFacts, status: JobStatus, analyses: Iterable[ReplicaAnalysis]) -> bool:
     limit = facts.backoff_limit
     if limit is None:
         return False
     analyses = list(analyses)
-    restarts = sum(analysis.running_restarts for analysis in analyses) + recorded_recreations(status)
+    restarts = counted_restarts(status, analyses)
     if restarts >= limit if limit > 0 else restarts > 0:
         return True
     if limit > 0:
