@@ -32,6 +32,8 @@ Public API:
     close it (``contextlib.aclosing``) when leaving early. It ends when the server ends the stream;
     an ERROR event raises its ``ApiError`` (410 -> ``Gone``); a broken stream raises
     ``ConnectionFailed``.
+  - ``stream(res, name, namespace=None, *, subresource, query=(), idle_timeout=None) ->
+    AsyncGenerator[bytes, None]`` -- the raw body of a streaming subresource such as ``pods/log``.
   - ``async close()``
 """
 
@@ -130,8 +132,9 @@ class KubeApi:
         body: Any,
         content_type: str | None,
         client_timeout: aiohttp.ClientTimeout,
+        accept: str = "application/json",
     ) -> aiohttp.ClientResponse:
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if content_type is not None:
             headers["Content-Type"] = content_type
         try:
@@ -420,6 +423,49 @@ class KubeApi:
                 event = _parse_watch_line(line)
                 if event is not None:
                     yield event
+        finally:
+            response.close()
+
+    async def stream(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        subresource: str,
+        query: Query = (),
+        idle_timeout: float | None = None,
+    ) -> AsyncGenerator[bytes, None]:
+        """The raw body of a streaming subresource (``pods/log``), chunk by chunk as it arrives.
+
+        ``idle_timeout`` bounds the wait for each chunk (None: a followed log may stay quiet for
+        ever); an error status raises its ``ApiError``. Close the generator when leaving early.
+        """
+        timeout = aiohttp.ClientTimeout(sock_connect=self._request_timeout, sock_read=idle_timeout)
+        await self._limiter.acquire()
+        started = time.monotonic()
+        status = 0
+        path = res.path(namespace, name, subresource)
+        try:
+            response = await self._send("GET", path, query, None, None, timeout, accept="*/*")
+            status = response.status
+        finally:
+            self._observe("get", res, status, started)
+        try:
+            if not 200 <= status < 300:
+                try:
+                    data = await response.read()
+                except _TRANSPORT_ERRORS as exc:
+                    raise from_connection_error(exc) from exc
+                raise from_status(status, data, reason=response.reason, headers=response.headers)
+            while True:
+                try:
+                    chunk = await response.content.readany()
+                except _TRANSPORT_ERRORS as exc:
+                    raise from_connection_error(exc) from exc
+                if not chunk:
+                    return
+                yield chunk
         finally:
             response.close()
 
