@@ -1,0 +1,178 @@
+"""``kubectl tfjob explain``: what tfgang would create for a TFJob, computed offline (pure).
+
+The answer is the operator's own: the job is validated as the webhook validates it, then the
+reconcile planner is run on it twice, the way the controller meets a new job: once with no
+PodGroup (it creates the PodGroup and holds pods back), once with that PodGroup admitted (it
+creates the pods and services). Each pod then gets what pod admission adds (``TF_CONFIG`` and
+``tfjob.pods.gang_marks``). PriorityClass values are not known offline, so every class counts as
+0 in ``minResources`` ordering unless given.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, NotRequired, TypedDict
+
+from tfjob.constants import CONTAINER_NAME, TF_CONFIG_ENV
+from tfjob.defaults import with_defaults
+from tfjob.naming import replica_index, replica_type_key
+from tfjob.planner import CreatePod, CreatePodGroup, CreateService, Observed, format_time, managed_here, plan
+from tfjob.pods import gang_marks
+from tfjob.settings import Settings
+from tfjob.tfconfig import tf_config
+from tfjob.validation import aggregate, validate_create
+from tfjob.wire import Pod, PodGroup, Service, TFJob
+
+# A PodGroup phase in which the controller creates pods (any of PODGROUP_ADMITTED_PHASES would do).
+_ADMITTED = "Inqueue"
+USER_TF_CONFIG_KEPT = 'container "tensorflow" already sets TF_CONFIG: the pod keeps its own value'
+
+
+class PodView(TypedDict):
+    name: str
+    replicaType: str
+    index: int
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    schedulerName: str
+    restartPolicy: str
+    tfConfig: str | None
+    warnings: list[str]
+
+
+class EventView(TypedDict):
+    type: str
+    reason: str
+    message: str
+
+
+class Explanation(TypedDict):
+    namespace: str
+    name: str
+    valid: bool
+    errors: list[str]
+    # Why nothing would be created although the job is valid (managedBy, suspend).
+    notes: list[str]
+    spec: dict[str, Any]
+    podGroup: NotRequired[PodGroup]
+    pods: list[PodView]
+    services: list[Service]
+    events: list[EventView]
+
+
+def explain(
+    job: TFJob,
+    settings: Settings,
+    *,
+    namespace: str = "default",
+    priority_values: Mapping[str, int] | None = None,
+    now: datetime | None = None,
+) -> Explanation:
+    """What tfgang does with ``job`` as submitted; ``namespace`` when its metadata names none."""
+    job = copy.deepcopy(job)
+    metadata: Any = job.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        metadata = job["metadata"] = {}
+    metadata.setdefault("namespace", namespace)
+    defaulted = with_defaults(job)
+    spec: Any = defaulted.get("spec")
+    result = Explanation(
+        namespace=str(metadata.get("namespace") or namespace),
+        name=str(metadata.get("name") or ""),
+        valid=True,
+        errors=[],
+        notes=[],
+        spec=spec if isinstance(spec, dict) else {},
+        pods=[],
+        services=[],
+        events=[],
+    )
+    errors = validate_create(job)
+    if errors:
+        result["valid"] = False
+        result["errors"] = [str(error) for error in errors]
+        result["notes"].append(f"the webhook refuses this TFJob, so nothing is created: {aggregate(errors)}")
+        return result
+    if not managed_here(job):
+        result["notes"].append(
+            f"runPolicy.managedBy is {spec['runPolicy'].get('managedBy')!r}: tfgang leaves this job alone"
+        )
+        return result
+    run_policy: Any = (job.get("spec") or {}).get("runPolicy")
+    if isinstance(run_policy, dict) and run_policy.get("suspend") is True:
+        result["notes"].append("runPolicy.suspend is true: this is what is created once the job is resumed")
+        run_policy["suspend"] = False
+    _plan_creation(result, job, settings, dict(priority_values or {}), now or datetime.now(UTC))
+    return result
+
+
+def _plan_creation(
+    result: Explanation, job: TFJob, settings: Settings, priority_values: dict[str, int], now: datetime
+) -> None:
+    first = plan(Observed(job=job, priority_values=priority_values), now, settings)
+    actions = list(first.actions)
+    events = list(first.events)
+    podgroup = next((a.podgroup for a in first.actions if isinstance(a, CreatePodGroup)), None)
+    if podgroup is not None:
+        result["podGroup"] = podgroup
+        # The controller's next pass, once the gang scheduler has admitted the PodGroup.
+        admitted: PodGroup = copy.deepcopy(podgroup)
+        admitted.setdefault("metadata", {})["creationTimestamp"] = format_time(now)
+        admitted["status"] = {"phase": _ADMITTED}
+        stored = copy.deepcopy(job)
+        stored["status"] = first.status
+        second = plan(Observed(job=stored, podgroup=admitted, priority_values=priority_values), now, settings)
+        actions += second.actions
+        events += second.events
+    result["events"] = [EventView(type=e.type, reason=e.reason, message=e.message) for e in events]
+    for action in actions:
+        if isinstance(action, CreatePod):
+            result["pods"].append(_admitted_pod(action.pod, job, settings))
+        elif isinstance(action, CreateService):
+            result["services"].append(action.service)
+
+
+def _admitted_pod(pod: Pod, job: TFJob, settings: Settings) -> PodView:
+    """The controller's pod as it leaves pod admission: what ``webhook.mutate_pod`` adds to it."""
+    metadata: Any = pod.get("metadata") or {}
+    pod_spec: Any = pod.get("spec") or {}
+    labels = dict(metadata.get("labels") or {})
+    annotations = dict(metadata.get("annotations") or {})
+    rtype = replica_type_key(job, labels.get("training.kubeflow.org/replica-type", "")) or ""
+    index = replica_index(pod) or 0
+    job_name = str((job.get("metadata") or {}).get("name") or "")
+    marks = gang_marks(job, job_name, rtype, settings)
+    labels.update(marks.labels)
+    annotations.update(marks.annotations)
+    # The API server defaults an empty schedulerName before admission, as kube-apiserver does.
+    scheduler_name = marks.scheduler_name or pod_spec.get("schedulerName") or "default-scheduler"
+    warnings: list[str] = []
+    value = tf_config(job, rtype, index, cluster_domain=settings.cluster_domain)
+    own = _own_tf_config(pod_spec)
+    if own is not None and value is not None:
+        # Design D13: a user's TF_CONFIG is kept, with a warning.
+        warnings.append(USER_TF_CONFIG_KEPT)
+        value = own
+    return PodView(
+        name=str(metadata.get("name") or ""),
+        replicaType=rtype,
+        index=index,
+        labels=labels,
+        annotations=annotations,
+        schedulerName=scheduler_name,
+        restartPolicy=str(pod_spec.get("restartPolicy") or ""),
+        tfConfig=value,
+        warnings=warnings,
+    )
+
+
+def _own_tf_config(pod_spec: Mapping[str, Any]) -> str | None:
+    for container in pod_spec.get("containers") or ():
+        if isinstance(container, dict) and container.get("name") == CONTAINER_NAME:
+            for entry in container.get("env") or ():
+                if isinstance(entry, dict) and entry.get("name") == TF_CONFIG_ENV:
+                    return str(entry.get("value") or "<valueFrom>")
+            return None
+    return None

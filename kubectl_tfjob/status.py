@@ -1,0 +1,181 @@
+"""``kubectl tfjob status``: a live job's conditions, replicas, limits and gang, in one view.
+
+``read_status`` does the I/O (the TFJob, its pods, its PodGroup and recent events);
+``job_status`` is pure and reads them with the planner's own rules (``tfjob.planner.progress``),
+so the restarts, deadlines and gang timeout shown are the ones the controller acts on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, NotRequired, TypedDict
+
+from kube.api import KubeApi
+from kube.errors import BadRequest, NotFound
+from kube.resources import EVENTS, PODS
+from kubectl_tfjob.resources import TFJOBS, podgroup_resource
+from tfjob.naming import job_selector
+from tfjob.planner import format_time, progress
+from tfjob.planner.observed import restart_count
+from tfjob.settings import Settings
+from tfjob.wire import PodGroup, TFJob
+
+# Enough to say why a job waits without flooding the terminal.
+MAX_EVENTS = 10
+
+
+class Countdown(TypedDict):
+    seconds: int
+    at: str
+    remaining: int  # seconds; 0 or less: due
+
+
+class Restarts(TypedDict):
+    counted: int
+    backoffLimit: int | None
+
+
+class GangView(TypedDict):
+    podGroup: str
+    exists: bool
+    phase: str
+    admitted: bool
+    minMember: NotRequired[int]
+    queue: NotRequired[str]
+    running: NotRequired[int]
+    conditions: list[dict[str, Any]]
+    scheduleTimeout: NotRequired[Countdown]
+
+
+class PodRow(TypedDict):
+    name: str
+    phase: str
+    restarts: int
+    node: str
+
+
+class JobStatusView(TypedDict):
+    namespace: str
+    name: str
+    state: str
+    conditions: list[dict[str, Any]]
+    replicaStatuses: dict[str, Any]
+    restarts: Restarts
+    activeDeadline: NotRequired[Countdown]
+    gang: NotRequired[GangView]
+    pods: list[PodRow]
+    events: list[dict[str, Any]]
+
+
+async def read_status(
+    api: KubeApi, name: str, namespace: str, settings: Settings, now: datetime
+) -> JobStatusView:
+    """Raises ``NotFound`` when there is no such TFJob."""
+    job: Any = await api.get(TFJOBS, name, namespace)
+    selector = ",".join(f"{key}={value}" for key, value in job_selector(name).items())
+    pods, _ = await api.list_all(PODS, namespace, label_selector=selector)
+    podgroup: Any = None
+    if settings.gang_enabled:
+        try:
+            podgroup = await api.get(podgroup_resource(settings), name, namespace)
+        except NotFound:
+            podgroup = None
+    events = await _events(api, namespace, name)
+    return job_status(job, pods, podgroup, events, settings, now)
+
+
+async def _events(api: KubeApi, namespace: str, name: str) -> list[dict[str, Any]]:
+    try:
+        items, _ = await api.list_all(EVENTS, namespace, field_selector=f"involvedObject.name={name}")
+    except BadRequest:  # a server without that field selector: no events rather than no status
+        return []
+    return items
+
+
+def job_status(
+    job: TFJob,
+    pods: Sequence[Mapping[str, Any]],
+    podgroup: PodGroup | None,
+    events: Sequence[Mapping[str, Any]],
+    settings: Settings,
+    now: datetime,
+) -> JobStatusView:
+    metadata: Any = job.get("metadata") or {}
+    status: Any = job.get("status") or {}
+    conditions = [dict(c) for c in status.get("conditions") or () if isinstance(c, dict)]
+    limits = progress(job, pods, podgroup, now, settings)
+    view = JobStatusView(
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        state=str(conditions[-1].get("type") or "") if conditions else "",
+        conditions=conditions,
+        replicaStatuses=dict(status.get("replicaStatuses") or {}),
+        restarts=Restarts(counted=limits.restarts, backoffLimit=limits.backoff_limit),
+        pods=sorted((_pod_row(pod) for pod in pods), key=lambda row: row["name"]),
+        events=_recent(events),
+    )
+    run_policy: Any = (job.get("spec") or {}).get("runPolicy") or {}
+    if limits.deadline is not None:
+        view["activeDeadline"] = _countdown(run_policy.get("activeDeadlineSeconds"), limits.deadline, now)
+    if settings.gang_enabled:
+        view["gang"] = _gang(view["name"], podgroup, limits.podgroup_phase, limits.gang_admitted)
+        if limits.gang_deadline is not None:
+            timeout = (run_policy.get("schedulingPolicy") or {}).get("scheduleTimeoutSeconds")
+            view["gang"]["scheduleTimeout"] = _countdown(timeout, limits.gang_deadline, now)
+    return view
+
+
+def _countdown(seconds: object, at: datetime, now: datetime) -> Countdown:
+    return Countdown(
+        seconds=seconds if isinstance(seconds, int) else 0,
+        at=format_time(at),
+        remaining=int((at - now).total_seconds()),
+    )
+
+
+def _gang(name: str, podgroup: PodGroup | None, phase: str, admitted: bool) -> GangView:
+    gang = GangView(podGroup=name, exists=podgroup is not None, phase=phase, admitted=admitted, conditions=[])
+    if podgroup is None:
+        return gang
+    spec: Any = podgroup.get("spec") or {}
+    status: Any = podgroup.get("status") or {}
+    if isinstance(spec.get("minMember"), int):
+        gang["minMember"] = spec["minMember"]
+    if spec.get("queue"):
+        gang["queue"] = str(spec["queue"])
+    if isinstance(status.get("running"), int):
+        gang["running"] = status["running"]
+    gang["conditions"] = [dict(c) for c in status.get("conditions") or () if isinstance(c, dict)]
+    return gang
+
+
+def _pod_row(pod: Mapping[str, Any]) -> PodRow:
+    metadata: Any = pod.get("metadata") or {}
+    status: Any = pod.get("status") or {}
+    spec: Any = pod.get("spec") or {}
+    return PodRow(
+        name=str(metadata.get("name") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        restarts=restart_count(pod),
+        node=str(spec.get("nodeName") or ""),
+    )
+
+
+def _recent(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def when(event: Mapping[str, Any]) -> str:
+        return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")
+
+    rows = [
+        {
+            "type": event.get("type") or "",
+            "reason": event.get("reason") or "",
+            "object": f"{(event.get('involvedObject') or {}).get('kind', '')}/"
+            f"{(event.get('involvedObject') or {}).get('name', '')}",
+            "count": event.get("count") or 1,
+            "lastTimestamp": when(event),
+            "message": event.get("message") or "",
+        }
+        for event in sorted(events, key=when)
+    ]
+    return rows[-MAX_EVENTS:]
