@@ -19,6 +19,7 @@ COPY certs/ certs/
 COPY webhook/ webhook/
 COPY controller/ controller/
 COPY sandbox/ sandbox/
+COPY kubectl_tfjob/ kubectl_tfjob/
 RUN python -m pip wheel --wheel-dir /wheels .
 
 FROM python:3.11.14-slim-bookworm AS runtime

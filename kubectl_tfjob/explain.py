@@ -123,7 +123,18 @@ def _plan_creation(
         admitted["status"] = {"phase": _ADMITTED}
         stored = copy.deepcopy(job)
         stored["status"] = first.status
-        second = plan(Observed(job=stored, podgroup=admitted, priority_values=priority_values), now, settings)
+        # Whatever the first pass already created is observed, so nothing is created twice.
+        second = plan(
+            Observed(
+                job=stored,
+                pods=[a.pod for a in first.actions if isinstance(a, CreatePod)],
+                services=[a.service for a in first.actions if isinstance(a, CreateService)],
+                podgroup=admitted,
+                priority_values=priority_values,
+            ),
+            now,
+            settings,
+        )
         actions += second.actions
         events += second.events
     result["events"] = [EventView(type=e.type, reason=e.reason, message=e.message) for e in events]

@@ -7,8 +7,8 @@ import importlib.metadata
 
 import pytest
 
-ROOMS = ["kubeobjects", "tfjob", "kube", "certs", "webhook", "controller", "sandbox"]
-SCRIPTS = ["tfgang-certs", "tfgang-webhook", "tfgang-controller", "tfgang-sandbox"]
+ROOMS = ["kubeobjects", "tfjob", "kube", "certs", "webhook", "controller", "sandbox", "kubectl_tfjob"]
+SCRIPTS = ["tfgang-certs", "tfgang-webhook", "tfgang-controller", "tfgang-sandbox", "kubectl-tfjob"]
 
 
 @pytest.mark.parametrize("room", ROOMS)
