@@ -201,6 +201,34 @@ class KubeApi:
             raise ApiError(0, "BadResponse", f"{method} {path}: empty response")
         return result
 
+    async def _open_stream(
+        self,
+        verb: str,
+        res: Resource,
+        path: str,
+        query: Query,
+        client_timeout: aiohttp.ClientTimeout,
+        accept: str = "application/json",
+    ) -> aiohttp.ClientResponse:
+        """A GET whose body the caller reads as it arrives (and closes); an error status raises."""
+        await self._limiter.acquire()
+        started = time.monotonic()
+        status = 0
+        try:
+            response = await self._send("GET", path, query, None, None, client_timeout, accept=accept)
+            status = response.status
+        finally:
+            self._observe(verb, res, status, started)
+        if 200 <= status < 300:
+            return response
+        try:
+            data = await response.read()
+        except _TRANSPORT_ERRORS as exc:
+            raise from_connection_error(exc) from exc
+        finally:
+            response.close()
+        raise from_status(status, data, reason=response.reason, headers=response.headers)
+
     # -- CRUD --------------------------------------------------------------------------------
 
     async def get(
@@ -395,21 +423,8 @@ class KubeApi:
         # A half-open connection would otherwise block a read forever: the server must end the
         # stream by timeout_seconds, so a read idle well past that is a dead connection.
         timeout = aiohttp.ClientTimeout(sock_connect=self._request_timeout, sock_read=timeout_seconds + 30)
-        await self._limiter.acquire()
-        started = time.monotonic()
-        status = 0
+        response = await self._open_stream("watch", res, res.path(namespace), query, timeout)
         try:
-            response = await self._send("GET", res.path(namespace), query, None, None, timeout)
-            status = response.status
-        finally:
-            self._observe("watch", res, status, started)
-        try:
-            if not 200 <= status < 300:
-                try:
-                    data = await response.read()
-                except _TRANSPORT_ERRORS as exc:
-                    raise from_connection_error(exc) from exc
-                raise from_status(status, data, reason=response.reason, headers=response.headers)
             while True:
                 try:
                     line = await response.content.readline()
@@ -442,22 +457,9 @@ class KubeApi:
         ever); an error status raises its ``ApiError``. Close the generator when leaving early.
         """
         timeout = aiohttp.ClientTimeout(sock_connect=self._request_timeout, sock_read=idle_timeout)
-        await self._limiter.acquire()
-        started = time.monotonic()
-        status = 0
         path = res.path(namespace, name, subresource)
+        response = await self._open_stream("get", res, path, query, timeout, accept="*/*")
         try:
-            response = await self._send("GET", path, query, None, None, timeout, accept="*/*")
-            status = response.status
-        finally:
-            self._observe("get", res, status, started)
-        try:
-            if not 200 <= status < 300:
-                try:
-                    data = await response.read()
-                except _TRANSPORT_ERRORS as exc:
-                    raise from_connection_error(exc) from exc
-                raise from_status(status, data, reason=response.reason, headers=response.headers)
             while True:
                 try:
                     chunk = await response.content.readany()

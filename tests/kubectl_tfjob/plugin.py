@@ -21,37 +21,28 @@ def _env(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
+def _run(
+    argv: list[str], stdin: str | None, env: Mapping[str, str] | None, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, env=_env(env), timeout=timeout, check=False
+    )
+
+
 def plugin(
     *args: str, stdin: str | None = None, env: Mapping[str, str] | None = None, timeout: float = 60.0
 ) -> subprocess.CompletedProcess[str]:
     """``kubectl-tfjob ARGS`` (the console script itself)."""
-    return subprocess.run(
-        [str(BIN / "kubectl-tfjob"), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=_env(env),
-        timeout=timeout,
-        check=False,
-    )
+    return _run([str(BIN / "kubectl-tfjob"), *args], stdin, env, timeout)
 
 
 def kubectl_binary() -> str:
-    return shutil.which("kubectl", path=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}") or str(
-        BIN / "kubectl"
-    )
+    path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    return shutil.which("kubectl", path=path) or str(BIN / "kubectl")
 
 
 def via_kubectl(
     *args: str, stdin: str | None = None, env: Mapping[str, str] | None = None, timeout: float = 60.0
 ) -> subprocess.CompletedProcess[str]:
     """``kubectl tfjob ARGS``: kubectl finds ``kubectl-tfjob`` on PATH and runs it."""
-    return subprocess.run(
-        [kubectl_binary(), "tfjob", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=_env(env),
-        timeout=timeout,
-        check=False,
-    )
+    return _run([kubectl_binary(), "tfjob", *args], stdin, env, timeout)
