@@ -39,14 +39,13 @@ import os
 import platform
 import random
 import re
-import shutil
 import socket
 import ssl
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,8 @@ from typing import Any
 import aiohttp
 import orjson
 from perfdoc import section_markers, write_section
+from profiling import profile_summary, py_spy
+from tools import BenchSetupError, tool
 
 from certs.authority import new_ca
 from certs.files import write_cert_dir
@@ -331,10 +332,6 @@ def review_bodies(jobs: int, count: int) -> list[bytes]:
 # --- tools ---------------------------------------------------------------------------------------
 
 
-class BenchSetupError(RuntimeError):
-    """Something the bench needs is missing: the message says what and how to get it."""
-
-
 def find_go_anchor(given: str | None) -> Path:
     """The Go anchor's source folder: ``given``, ``$TFGANG_GO_ANCHOR``, or ``shared/anchors/gowebhook``
     beside this checkout or one of its parents."""
@@ -351,14 +348,6 @@ def find_go_anchor(given: str | None) -> Path:
         f"the Go anchor webhook (main.go) is not in any of: {looked}; "
         "pass --go-anchor DIR or set TFGANG_GO_ANCHOR, or --no-anchor to measure tfgang alone"
     )
-
-
-def tool(name: str) -> str:
-    """The path of a command, looked up next to this Python first (the venv's go, py-spy)."""
-    found = shutil.which(name, path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    if found is None:
-        raise BenchSetupError(f"{name!r} is not installed: run `bash bench/setup`")
-    return found
 
 
 def build_go_anchor(source: Path, out: Path) -> Path:
@@ -563,6 +552,13 @@ def run_hey(port: int, body_file: Path, rate: float, seconds: float, core: int, 
         errors=errors,
         server_cpu_s=server_cpu,
     )
+
+
+def record_profile(pid: int, seconds: float, out: Path, load: Callable[[], Load]) -> str:
+    """Sample ``pid`` with py-spy while ``load`` runs; the summary of where its time went."""
+    with py_spy(pid, out, seconds):
+        load()
+    return profile_summary(out.read_text())
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -783,6 +779,19 @@ async def run(args: argparse.Namespace) -> Result:
                     best = result.open.get(server.name)
                     if best is None or load.p99_ms < best.p99_ms:
                         result.open[server.name] = load
+            if args.profile:
+                profiled = Path(args.profile)
+                summary = record_profile(
+                    process.pid,
+                    args.seconds,
+                    profiled,
+                    lambda: run_wrk(
+                        port, bodies_file, args.connections, args.seconds, client_core, process.pid
+                    ),
+                )
+                print(
+                    f"py-spy profile of tfgang-webhook under wrk (collapsed stacks in {profiled}):\n{summary}"
+                )
             _, peak = memory_kib(process.pid)
             result.peak_rss_mib = peak / 1024
             result.mutated, result.admissions = await admission_counts(ops_port)
@@ -896,6 +905,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-anchor", action="store_true", help="do not build or run the Go anchor")
     parser.add_argument("--no-bare", action="store_true", help="do not run the bare aiohttp server")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md")
+    parser.add_argument(
+        "--profile", metavar="PATH", help="also sample tfgang-webhook with py-spy under wrk; stacks to PATH"
+    )
     return parser.parse_args(argv)
 
 
