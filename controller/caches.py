@@ -47,16 +47,41 @@ def _priority_value(obj: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    """Drop the cached pod's ``spec``, as client-go's informer transforms do.
+def trim(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``metadata.managedFields``, which no reader here needs.
+
+    kube-apiserver's field-manager records are often the largest part of a small object's metadata
+    and would otherwise be kept for every cached object (the sandbox writes none).
+    """
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+    return obj
+
+
+def trim_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    """Also drop the cached pod's ``spec``, as client-go's informer transforms do.
 
     The planner reads a pod's metadata and status only (its desired pods come from the job's
     templates), and the spec is most of a pod's size: containers, env with TF_CONFIG, volumes,
-    tolerations. Thousands of pods cost tens of MiB less this way. It is the pod reflector's
-    transform, so listed and watched pods alike are trimmed before the store keeps them.
+    tolerations. Thousands of pods cost tens of MiB less this way.
     """
     pod.pop("spec", None)
-    return pod
+    return trim(pod)
+
+
+def trim_service(service: dict[str, Any]) -> dict[str, Any]:
+    """Keep only what the planner reads of a service: its metadata (name, labels, owner, deletion)."""
+    for key in [key for key in service if key not in ("apiVersion", "kind", "metadata")]:
+        del service[key]
+    return trim(service)
+
+
+# The reflectors' transforms, so listed and watched objects alike are trimmed before a store keeps them.
+_TRIM: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    PODS.plural: trim_pod,
+    SERVICES.plural: trim_service,
+}
 
 
 class JobCaches:
@@ -91,7 +116,7 @@ class JobCaches:
                 label_selector=selector,
                 handlers=[self._child_handler(res) if child else self._job_handler],
                 watch_timeout_seconds=watch_timeout_seconds,
-                transform=_slim_pod if res is PODS else None,
+                transform=_TRIM.get(res.plural, trim),
             )
 
         self.reflectors = [
@@ -104,6 +129,7 @@ class JobCaches:
                 self.priority_classes,
                 handlers=[self._priority_class_handler],
                 watch_timeout_seconds=watch_timeout_seconds,
+                transform=trim,
             ),
         ]
         self.podgroup_resource = podgroup_resource(settings)
