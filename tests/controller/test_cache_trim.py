@@ -17,7 +17,8 @@ MANAGED = [{"manager": "kube-controller-manager", "operation": "Update", "fields
 
 
 def _job() -> dict[str, Any]:
-    container = {"name": "tensorflow", "image": "tf", "ports": [{"name": "tfjob-port", "containerPort": 2222}]}
+    port = {"name": "tfjob-port", "containerPort": 2222}
+    container = {"name": "tensorflow", "image": "tf", "ports": [port]}
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
