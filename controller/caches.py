@@ -34,6 +34,7 @@ from kube.store import Store, object_key
 from kubeobjects.meta import Meta
 from tfjob.planner import Observed
 from tfjob.settings import Settings
+from tfjob.wire import as_podgroup, as_tfjob
 
 logger = logging.getLogger(__name__)
 
@@ -206,14 +207,12 @@ class JobCaches:
         pods = self.writes.view_owned(PODS.plural, uid, self.pods.by_index(JOB_INDEX, key))
         services = self.writes.view_owned(SERVICES.plural, uid, self.services.by_index(JOB_INDEX, key))
         podgroup = self.writes.view(self.podgroup_resource.plural, namespace, name, self.podgroups.get(key))
-        priority_values = {
-            Meta(pc).name: _priority_value(pc) for pc in self.priority_classes.list()
-        }
+        priority_values = {Meta(pc).name: _priority_value(pc) for pc in self.priority_classes.list()}
         return Observed(
-            job=job,  # type: ignore[arg-type]
+            job=as_tfjob(job),
             pods=pods,
             services=services,
-            podgroup=podgroup,  # type: ignore[arg-type]
+            podgroup=as_podgroup(podgroup),
             priority_values=priority_values,
             podgroup_events=self.podgroup_events.by_index(JOB_INDEX, key),
         )

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import Any, NotRequired, TypedDict
 
 from tfjob.constants import CONTAINER_NAME, TF_CONFIG_ENV
-from tfjob.defaults import with_defaults
-from tfjob.naming import replica_index, replica_type_key
+from tfjob.facts import read_facts
+from tfjob.naming import replica_index
 from tfjob.planner import CreatePod, CreatePodGroup, CreateService, Observed, format_time, managed_here, plan
 from tfjob.pods import gang_marks
 from tfjob.settings import Settings
@@ -76,8 +76,7 @@ def explain(
     if not isinstance(metadata, dict):
         metadata = job["metadata"] = {}
     metadata.setdefault("namespace", namespace)
-    defaulted = with_defaults(job)
-    spec: Any = defaulted.get("spec")
+    spec: Any = read_facts(job).job.get("spec")
     result = Explanation(
         namespace=str(metadata.get("namespace") or namespace),
         name=str(metadata.get("name") or ""),
@@ -151,16 +150,19 @@ def _admitted_pod(pod: Pod, job: TFJob, settings: Settings) -> PodView:
     pod_spec: Any = pod.get("spec") or {}
     labels = dict(metadata.get("labels") or {})
     annotations = dict(metadata.get("annotations") or {})
-    rtype = replica_type_key(job, labels.get("training.kubeflow.org/replica-type", "")) or ""
+    facts = read_facts(job)
+    replica = facts.replica_for_label(labels.get("training.kubeflow.org/replica-type", ""))
+    if replica is None:
+        raise ValueError(f"the planner made a pod of no replica type of the job: {metadata.get('name')!r}")
+    rtype = replica.rtype
     index = replica_index(pod) or 0
-    job_name = str((job.get("metadata") or {}).get("name") or "")
-    marks = gang_marks(job, job_name, rtype, settings)
+    marks = gang_marks(replica, facts.name, settings)
     labels.update(marks.labels)
     annotations.update(marks.annotations)
     # The API server defaults an empty schedulerName before admission, as kube-apiserver does.
     scheduler_name = marks.scheduler_name or pod_spec.get("schedulerName") or "default-scheduler"
     warnings: list[str] = []
-    value = tf_config(job, rtype, index, cluster_domain=settings.cluster_domain)
+    value = tf_config(facts, rtype, index, cluster_domain=settings.cluster_domain)
     own = _own_tf_config(pod_spec)
     if own is not None and value is not None:
         # Design D13: a user's TF_CONFIG is kept, with a warning.

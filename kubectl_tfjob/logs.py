@@ -17,8 +17,8 @@ from kube.api import KubeApi
 from kube.resources import PODS
 from kubectl_tfjob.resources import TFJOBS
 from tfjob.constants import CHIEF, CONTAINER_NAME, MASTER, WORKER
-from tfjob.defaults import with_defaults
-from tfjob.naming import is_master_role, replica_name
+from tfjob.facts import read_facts
+from tfjob.naming import replica_name
 from tfjob.wire import TFJob
 
 _REPLICA = re.compile(r"^(?P<rtype>[A-Za-z][A-Za-z0-9]*?)(?:-(?P<index>[0-9]+))?$")
@@ -41,18 +41,13 @@ class LogOptions:
 
 def replica_pod_name(job: TFJob, replica: str | None) -> str:
     """The pod name of ``replica`` (``worker-1``, ``Worker-1``, ``ps`` for ps-0) in a stored job."""
-    defaulted = with_defaults(job)
-    job_name = str((defaulted.get("metadata") or {}).get("name") or "")
-    specs: Any = (defaulted.get("spec") or {}).get("tfReplicaSpecs") or {}
-    counts: dict[str, int] = {}
-    for key, spec in specs.items():
-        if isinstance(spec, dict):
-            replicas = spec.get("replicas")
-            counts[key] = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
+    facts = read_facts(job)
+    job_name = facts.name
+    counts = {replica.rtype: replica.replicas for replica in facts.replica_types}
     known = ", ".join(f"{key.lower()}-{i}" for key, n in counts.items() for i in range(n)) or "none"
     if replica is None:
         for rtype in (CHIEF, MASTER, WORKER):
-            if counts.get(rtype) and is_master_role(defaulted, rtype, 0):
+            if counts.get(rtype) and facts.is_master_role(rtype, 0):
                 return replica_name(job_name, rtype, 0)
         raise ReplicaError(f"TFJob {job_name} has no chief, master or worker: give --replica ({known})")
     match = _REPLICA.match(replica)

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubeobjects.meta import mapping
 from tfjob.constants import MANAGED_BY_TRAINING_OPERATOR
 
 
 def managed_here(job: Mapping[str, Any]) -> bool:
     """True when tfgang runs ``job``: managedBy unset, empty or the training-operator's."""
-    spec = job.get("spec")
-    run_policy = spec.get("runPolicy") if isinstance(spec, Mapping) else None
-    managed_by = run_policy.get("managedBy") if isinstance(run_policy, Mapping) else None
+    managed_by = mapping(mapping(job.get("spec")).get("runPolicy")).get("managedBy")
     return managed_by in (None, "", MANAGED_BY_TRAINING_OPERATOR)

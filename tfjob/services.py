@@ -2,38 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tfjob.defaults import tensorflow_container
-from tfjob.naming import owner_reference, replica_labels, replica_name
-from tfjob.wire import JSONDict, ReplicaSpec, Service, TFJob
+from tfjob.facts import JobFacts
+from tfjob.naming import replica_labels, replica_name
+from tfjob.wire import JSONDict, Service
 
 
-def desired_service(job: TFJob, rtype: str, index: int) -> Service:
-    """The Service for ``rtype``/``index`` of a DEFAULTED job.
+def desired_service(facts: JobFacts, rtype: str, index: int) -> Service:
+    """The Service for ``rtype``/``index`` of the job.
 
     Its ports are those of the ``tensorflow`` container; a replica without one has no port to
     publish, which is an error (``failed to find the port``) as upstream.
     """
-    job_metadata = job.get("metadata") or {}
-    job_name = job_metadata.get("name", "")
-    replica_specs: Any = (job.get("spec") or {}).get("tfReplicaSpecs") or {}
-    replica_spec: ReplicaSpec | None = replica_specs.get(rtype)
-    if not isinstance(replica_spec, dict):
+    replica = facts.replica(rtype)
+    if replica is None:
         raise ValueError(f"the TFJob has no replica spec {rtype!r}")
-    container = tensorflow_container(replica_spec)
+    container = tensorflow_container(replica.spec)
     if container is None:
         raise ValueError(f"failed to find the port: replica type {rtype} has no container named tensorflow")
 
-    labels = replica_labels(job_name, rtype, index, master_role=False)
+    labels = replica_labels(facts.name, rtype, index, master_role=False)
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
-            "name": replica_name(job_name, rtype, index),
-            "namespace": job_metadata.get("namespace", ""),
+            "name": replica_name(facts.name, rtype, index),
+            "namespace": facts.namespace,
             "labels": labels,
-            "ownerReferences": [dict(owner_reference(job))],
+            "ownerReferences": [dict(facts.owner_reference)],
         },
         "spec": {"clusterIP": "None", "selector": dict(labels), "ports": _service_ports(container)},
     }

@@ -9,53 +9,34 @@ reorder the top level, so the cluster map alone is sorted.
 from __future__ import annotations
 
 import json
-from typing import cast
 
-from tfjob.constants import KNOWN_TYPES, PS, TF_CONFIG_ENVIRONMENT, WORKER
-from tfjob.defaults import canonical_replica_type, replica_port, with_defaults
+from tfjob.constants import PS, TF_CONFIG_ENVIRONMENT, WORKER
+from tfjob.facts import JobFacts
 from tfjob.naming import replica_name
-from tfjob.wire import ReplicaSpec, TFJob
 
 
-def is_distributed(job: TFJob) -> bool:
-    """True unless the known replica types add up to exactly one replica (reference §4.1)."""
-    total = 0
-    for key, spec in _replica_specs(job).items():
-        if canonical_replica_type(key) not in KNOWN_TYPES or not isinstance(spec, dict):
-            continue
-        total += _replica_count(spec.get("replicas"))
-    return total != 1
-
-
-def tf_config(job: TFJob, rtype: str, index: int, *, cluster_domain: str = "") -> str | None:
+def tf_config(facts: JobFacts, rtype: str, index: int, *, cluster_domain: str = "") -> str | None:
     """The TF_CONFIG of replica ``rtype``/``index``; None for a job that is not distributed."""
-    job = with_defaults(job)
-    if not is_distributed(job):
+    if not facts.distributed:
         return None
-    cluster = _cluster_spec(job, cluster_domain)
+    cluster = _cluster_spec(facts, cluster_domain)
     task_type = rtype.lower()
     task = {"type": task_type, "index": index}
-    if (job.get("spec") or {}).get("enableDynamicWorker"):
+    if facts.dynamic_worker:
         return _dumps({"cluster": _sparse_cluster(cluster, task_type, index), "task": task})
     sorted_cluster = {key: cluster[key] for key in sorted(cluster)}
     return _dumps({"cluster": sorted_cluster, "task": task, "environment": TF_CONFIG_ENVIRONMENT})
 
 
-def _cluster_spec(job: TFJob, cluster_domain: str) -> dict[str, list[str]]:
-    metadata = job.get("metadata") or {}
-    job_name = metadata.get("name", "")
-    namespace = metadata.get("namespace", "")
-    domain_suffix = f".{cluster_domain}" if cluster_domain else ""
-    cluster: dict[str, list[str]] = {}
-    for key, spec in _replica_specs(job).items():
-        if not isinstance(spec, dict):
-            continue
-        port = replica_port(cast(ReplicaSpec, spec))
-        cluster[key.lower()] = [
-            f"{replica_name(job_name, key, i)}.{namespace}.svc{domain_suffix}:{port}"
-            for i in range(_replica_count(spec.get("replicas")))
+def _cluster_spec(facts: JobFacts, cluster_domain: str) -> dict[str, list[str]]:
+    suffix = f".{facts.namespace}.svc.{cluster_domain}" if cluster_domain else f".{facts.namespace}.svc"
+    return {
+        replica.rtype.lower(): [
+            f"{replica_name(facts.name, replica.rtype, i)}{suffix}:{replica.port}"
+            for i in range(replica.replicas)
         ]
-    return cluster
+        for replica in facts.replica_types
+    }
 
 
 def _sparse_cluster(cluster: dict[str, list[str]], task_type: str, index: int) -> dict[str, object]:
@@ -76,19 +57,6 @@ def _at(addresses: list[str] | None, index: int) -> list[str]:
     if addresses is None or not 0 <= index < len(addresses):
         return []
     return [addresses[index]]
-
-
-def _replica_specs(job: TFJob) -> dict[str, object]:
-    replica_specs = (job.get("spec") or {}).get("tfReplicaSpecs")
-    return dict(replica_specs) if isinstance(replica_specs, dict) else {}
-
-
-def _replica_count(replicas: object) -> int:
-    if replicas is None:
-        return 1
-    if isinstance(replicas, bool) or not isinstance(replicas, int):
-        return 0
-    return max(replicas, 0)
 
 
 def _dumps(document: dict[str, object]) -> str:

@@ -7,7 +7,8 @@ the domain reads with ``.get`` and applies defaults explicitly (see ``tfjob.defa
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
 
 # Pod specs and pod templates are kept as open dicts: the TFJob CRD preserves unknown fields in
 # the template, and the domain only touches a handful of keys it names explicitly.
@@ -141,6 +142,25 @@ class PodGroup(TypedDict, total=False):
     metadata: ObjectMeta
     spec: PodGroupSpec
     status: PodGroupStatus
+
+
+def as_tfjob(obj: Mapping[str, Any]) -> TFJob:
+    """A JSON object from the API, taken as a TFJob: the one place a raw dict becomes the wire type.
+
+    Only the container is checked; its fields are checked where they are read (``read_facts``).
+    """
+    if not isinstance(obj, dict):
+        raise TypeError(f"a TFJob must be a JSON object, not {type(obj).__name__}")
+    return cast(TFJob, obj)
+
+
+def as_podgroup(obj: Mapping[str, Any] | None) -> PodGroup | None:
+    """A JSON object from the API (or None), taken as a PodGroup; see ``as_tfjob``."""
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise TypeError(f"a PodGroup must be a JSON object, not {type(obj).__name__}")
+    return cast(PodGroup, obj)
 
 
 # Pods and Services are read through a few well-known keys only; full typing would add nothing

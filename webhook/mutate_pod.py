@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from kube.patches import escape_json_pointer
 from kubeobjects.meta import Meta, mapping, sequence, text
@@ -39,8 +39,9 @@ from tfjob.constants import (
     LABEL_REPLICA_TYPE,
     TF_CONFIG_ENV,
 )
+from tfjob.facts import read_facts
 from tfjob.managedby import managed_here
-from tfjob.naming import replica_index, replica_type_key
+from tfjob.naming import replica_index
 from tfjob.pods import gang_marks
 from tfjob.settings import Settings
 from tfjob.tfconfig import tf_config
@@ -109,13 +110,14 @@ def mutate_pod(
         )
     if not managed_here(job):
         return allow(REASON_IGNORED)  # another manager's job: its pods are its business
+    facts = read_facts(job) if tf_configs is None else tf_configs.facts(job)
     pod = target.pod
     meta = Meta(pod)
     labels = meta.labels
     type_label = labels.get(LABEL_REPLICA_TYPE)
-    rtype = replica_type_key(job, type_label) if isinstance(type_label, str) else None
-    if rtype is None:
-        known = ", ".join(_replica_specs(job)) or "none"
+    replica = facts.replica_for_label(type_label) if isinstance(type_label, str) else None
+    if replica is None:
+        known = ", ".join(r.rtype for r in facts.replica_types) or "none"
         return deny(
             REASON_BAD_REPLICA,
             DENIED,
@@ -130,12 +132,13 @@ def mutate_pod(
             f"label {LABEL_REPLICA_INDEX} must be a non-negative integer, "
             f"got {_quote(labels.get(LABEL_REPLICA_INDEX))}",
         )
-    replicas = _replicas(_replica_specs(job).get(rtype))
-    if index >= replicas:
+    rtype = replica.rtype
+    if index >= replica.replicas:
         return deny(
             REASON_BAD_REPLICA,
             DENIED,
-            f"replica index {index} is out of range for {rtype} of TFJob {job_ref} (replicas: {replicas})",
+            f"replica index {index} is out of range for {rtype} of TFJob {job_ref} "
+            f"(replicas: {replica.replicas})",
         )
     spec = mapping(pod.get("spec"))
     containers = sequence(spec.get("containers"))
@@ -152,12 +155,12 @@ def mutate_pod(
     patch: list[JSONObject] = []
     warnings: list[str] = []
     if tf_configs is None:
-        value = tf_config(job, rtype, index, cluster_domain=settings.cluster_domain)
+        value = tf_config(facts, rtype, index, cluster_domain=settings.cluster_domain)
     else:
         value = tf_configs.tf_config(job, rtype, index)
     if value is not None:
         _add_tf_config(patch, warnings, position, containers[position], value)
-    marks = gang_marks(job, target.job_name, rtype, settings)
+    marks = gang_marks(replica, target.job_name, settings)
     if marks.annotations:
         _set_entries(patch, "/metadata/annotations", meta.raw.get("annotations"), marks.annotations)
     if marks.labels:
@@ -191,21 +194,6 @@ def _set_entries(patch: list[JSONObject], path: str, current: object, wanted: Ma
     for key, value in wanted.items():
         if current.get(key) != value:
             patch.append({"op": "add", "path": f"{path}/{escape_json_pointer(key)}", "value": value})
-
-
-def _replica_specs(job: TFJob) -> dict[str, Any]:
-    spec: Any = job.get("spec")
-    replica_specs = spec.get("tfReplicaSpecs") if isinstance(spec, dict) else None
-    return replica_specs if isinstance(replica_specs, dict) else {}
-
-
-def _replicas(replica_spec: object) -> int:
-    if not isinstance(replica_spec, dict):
-        return 0
-    replicas = replica_spec.get("replicas")
-    if replicas is None:
-        return 1
-    return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
 
 
 def _quote(value: object) -> str:

@@ -1,9 +1,12 @@
-"""TF_CONFIG per job computed once, not once per pod: the hot path of pod admission.
+"""A job's facts and TF_CONFIG computed once per job version, not once per pod: the hot path of
+pod admission.
 
-``tfjob.tfconfig.tf_config`` defaults a copy of the whole job and rebuilds the cluster map on every
-call, which would be most of a pod admission's cost. In the normal form only the ``task`` object
-differs between the replicas of one job, so the job's first TF_CONFIG is split around its task
-object once, and every other replica's value is the two halves around its own task. The split is
+``tfjob.facts.read_facts`` defaults a copy of the whole job, and ``tfjob.tfconfig.tf_config``
+rebuilds the cluster map on every call; together they would be most of a pod admission's cost.
+So the facts are kept per job version (namespace, name, uid, resourceVersion). In the normal form
+only the ``task`` object differs between the replicas of one job, so the job's first TF_CONFIG is
+split around its task object once, and every other replica's value is the two halves around its
+own task. The split is
 used only when the reference value contains its task object exactly once; the sparse form
 (``enableDynamicWorker``) and anything unexpected go to ``tf_config`` every time. Tests compare
 both paths for every replica of every fixture job.
@@ -13,8 +16,10 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from typing import Any
+from dataclasses import dataclass
 
+from kubeobjects.meta import Meta
+from tfjob.facts import JobFacts, read_facts
 from tfjob.tfconfig import tf_config
 from tfjob.wire import TFJob
 
@@ -30,40 +35,50 @@ def _task(rtype: str, index: int) -> str:
     return f'{{"type":{json.dumps(rtype.lower(), ensure_ascii=False)},"index":{index}}}'
 
 
+@dataclass(frozen=True)
+class _Entry:
+    facts: JobFacts
+    halves: tuple[str, str] | None  # None: compute every time (the sparse form, or no clean split)
+
+
 class TFConfigMemo:
     def __init__(self, *, cluster_domain: str = "", capacity: int = DEFAULT_CAPACITY) -> None:
         self._cluster_domain = cluster_domain
         self._capacity = capacity
-        self._halves: OrderedDict[tuple[str, ...], tuple[str, str] | None] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, ...], _Entry] = OrderedDict()
+
+    def facts(self, job: TFJob) -> JobFacts:
+        """Equal to ``tfjob.facts.read_facts(job)``, read once per job version."""
+        return self._entry(job).facts
 
     def tf_config(self, job: TFJob, rtype: str, index: int) -> str | None:
-        """Equal to ``tfjob.tfconfig.tf_config(job, rtype, index, cluster_domain=...)``."""
-        spec: Any = job.get("spec") or {}
-        metadata: Any = job.get("metadata") or {}
-        if spec.get("enableDynamicWorker"):
-            return tf_config(job, rtype, index, cluster_domain=self._cluster_domain)
-        key = (
-            str(metadata.get("namespace", "")),
-            str(metadata.get("name", "")),
-            str(metadata.get("uid", "")),
-            str(metadata.get("resourceVersion", "")),
-        )
-        halves = self._halves.get(key)
-        if halves is None and key not in self._halves:
-            halves = self._split(job, rtype, index)
-            self._halves[key] = halves
-            if len(self._halves) > self._capacity:
-                self._halves.popitem(last=False)
-        else:
-            self._halves.move_to_end(key)
-        if halves is None:
-            return tf_config(job, rtype, index, cluster_domain=self._cluster_domain)
-        if halves is _NOT_DISTRIBUTED:
+        """Equal to ``tfjob.tfconfig.tf_config(read_facts(job), rtype, index, cluster_domain=...)``."""
+        entry = self._entry(job)
+        if entry.halves is None:
+            return tf_config(entry.facts, rtype, index, cluster_domain=self._cluster_domain)
+        if entry.halves is _NOT_DISTRIBUTED:
             return None
-        return halves[0] + _task(rtype, index) + halves[1]
+        return entry.halves[0] + _task(rtype, index) + entry.halves[1]
 
-    def _split(self, job: TFJob, rtype: str, index: int) -> tuple[str, str] | None:
-        reference = tf_config(job, rtype, index, cluster_domain=self._cluster_domain)
+    def _entry(self, job: TFJob) -> _Entry:
+        meta = Meta(job)
+        key = (meta.namespace, meta.name, meta.uid, meta.resource_version)
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+            return entry
+        facts = read_facts(job)
+        entry = _Entry(facts, self._split(facts))
+        self._entries[key] = entry
+        if len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+        return entry
+
+    def _split(self, facts: JobFacts) -> tuple[str, str] | None:
+        if facts.dynamic_worker:
+            return None
+        rtype, index = (facts.replica_types[0].rtype, 0) if facts.replica_types else ("", 0)
+        reference = tf_config(facts, rtype, index, cluster_domain=self._cluster_domain)
         if reference is None:
             return _NOT_DISTRIBUTED
         task = _task(rtype, index)
@@ -74,4 +89,4 @@ class TFConfigMemo:
         return head + '"task":', tail
 
     def __len__(self) -> int:
-        return len(self._halves)
+        return len(self._entries)

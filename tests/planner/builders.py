@@ -9,6 +9,7 @@ from typing import Any
 
 from kubeobjects.times import format_time
 from tfjob.defaults import with_defaults
+from tfjob.facts import read_facts
 from tfjob.planner import Observed, Plan, plan
 from tfjob.podgroup import desired_podgroup
 from tfjob.pods import desired_pod
@@ -119,7 +120,7 @@ def pod(
     uid: str | None = None,
 ) -> Pod:
     """The pod the planner would create, in the given observed state."""
-    built = desired_pod(with_defaults(job), rtype, index)
+    built = desired_pod(read_facts(job), rtype, index)
     built["metadata"]["uid"] = uid or f"uid-{built['metadata']['name']}"
     if terminating:
         built["metadata"]["deletionTimestamp"] = format_time(T0)
@@ -143,14 +144,14 @@ def services(job: TFJob) -> list[Service]:
     found = []
     for rtype, spec in (defaulted.get("spec") or {}).get("tfReplicaSpecs", {}).items():
         for index in range((spec or {}).get("replicas", 1)):
-            found.append(desired_service(defaulted, rtype, index))
+            found.append(desired_service(read_facts(job), rtype, index))
     return found
 
 
 def podgroup(
     job: TFJob, phase: str = "", *, created: datetime = T0, settings: Settings = VOLCANO
 ) -> PodGroup:
-    built = desired_podgroup(with_defaults(job), {}, settings)
+    built = desired_podgroup(read_facts(job), {}, settings)
     built["metadata"]["creationTimestamp"] = format_time(created)
     if phase:
         built["status"] = {"phase": phase}

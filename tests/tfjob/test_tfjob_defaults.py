@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tfjob_test_builders import container, make_job, replica
 
 from tfjob.defaults import canonical_replica_type, replica_port, with_defaults
+from tfjob.facts import read_facts
 from tfjob.pods import desired_pod
 from tfjob.wire import TFJob
 
@@ -36,7 +37,9 @@ def test_s01_type_normalisation_and_defaults() -> None:
     assert spec["runPolicy"]["cleanPodPolicy"] == "None"
     assert spec["successPolicy"] == ""
     assert raw == stored, "the stored spec is unchanged (D8: defaults are never persisted)"
-    assert [desired_pod(job, rtype, 0)["metadata"]["name"] for rtype in spec["tfReplicaSpecs"]] == [
+    assert [
+        desired_pod(read_facts(job), rtype, 0)["metadata"]["name"] for rtype in spec["tfReplicaSpecs"]
+    ] == [
         "tj-ps-0",
         "tj-worker-0",
     ]

@@ -5,14 +5,12 @@ from __future__ import annotations
 import pytest
 from tfjob_test_builders import make_job, replica
 
+from tfjob.facts import read_facts
 from tfjob.naming import (
-    is_master_role,
     job_selector,
-    owner_reference,
     replica_index,
     replica_labels,
     replica_name,
-    replica_type_key,
 )
 
 
@@ -47,35 +45,37 @@ def test_replica_labels_add_job_role_only_for_the_master_role() -> None:
 def test_s12_only_worker_0_is_master_role_without_a_chief() -> None:
     job = make_job({"PS": replica(2), "Worker": replica(4)})
     roles = {
-        (rtype, i): is_master_role(job, rtype, i) for rtype, n in [("PS", 2), ("Worker", 4)] for i in range(n)
+        (rtype, i): read_facts(job).is_master_role(rtype, i)
+        for rtype, n in [("PS", 2), ("Worker", 4)]
+        for i in range(n)
     }
     assert [key for key, master in roles.items() if master] == [("Worker", 0)]
 
 
 def test_s13_only_the_chief_is_master_role_when_there_is_one() -> None:
     job = make_job({"Chief": replica(1), "Worker": replica(2), "PS": replica(1), "Evaluator": replica(1)})
-    assert is_master_role(job, "Chief", 0)
-    assert not is_master_role(job, "Worker", 0)
-    assert not is_master_role(job, "PS", 0)
-    assert not is_master_role(job, "Evaluator", 0)
+    assert read_facts(job).is_master_role("Chief", 0)
+    assert not read_facts(job).is_master_role("Worker", 0)
+    assert not read_facts(job).is_master_role("PS", 0)
+    assert not read_facts(job).is_master_role("Evaluator", 0)
 
 
 def test_s08_every_chief_pod_is_master_role() -> None:
     """Scenario 8's job is rejected under D16, but a stored one still gets upstream's roles."""
     job = make_job({"Chief": replica(3), "Evaluator": replica(2), "Foo": replica(1)})
-    assert all(is_master_role(job, "Chief", i) for i in range(3))
-    assert not is_master_role(job, "Foo", 0)
+    assert all(read_facts(job).is_master_role("Chief", i) for i in range(3))
+    assert not read_facts(job).is_master_role("Foo", 0)
     assert replica_name("tj", "Foo", 0) == "tj-foo-0"
 
 
 def test_master_role_recognises_lowercase_keys_as_the_controller_normalises_them() -> None:
     job = make_job({"master": replica(1), "worker": replica(2)})
-    assert is_master_role(job, "Master", 0)
-    assert not is_master_role(job, "Worker", 0)
+    assert read_facts(job).is_master_role("Master", 0)
+    assert not read_facts(job).is_master_role("Worker", 0)
 
 
 def test_owner_reference_is_a_blocking_controller_reference() -> None:
-    assert owner_reference(make_job({"Worker": replica()})) == {
+    assert read_facts(make_job({"Worker": replica()})).owner_reference == {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
         "name": "tj",
@@ -106,10 +106,15 @@ def test_replica_index_of_an_object_without_metadata_is_none() -> None:
     assert replica_index({}) is None
 
 
-def test_replica_type_key_finds_the_spec_key_of_a_label_value() -> None:
-    job = make_job({"PS": replica(), "Worker": replica(), "Foo": replica()})
-    assert replica_type_key(job, "ps") == "PS"
-    assert replica_type_key(job, "worker") == "Worker"
-    assert replica_type_key(job, "foo") == "Foo"
-    assert replica_type_key(job, "chief") is None
-    assert replica_type_key(job, "Worker") is None
+def test_replica_for_label_finds_the_spec_key_of_a_label_value() -> None:
+    facts = read_facts(make_job({"PS": replica(), "worker": replica(), "Foo": replica()}))
+
+    def key(label: str) -> str | None:
+        found = facts.replica_for_label(label)
+        return found.rtype if found is not None else None
+
+    assert key("ps") == "PS"
+    assert key("worker") == "Worker"
+    assert key("foo") == "Foo"
+    assert key("chief") is None
+    assert key("Worker") is None

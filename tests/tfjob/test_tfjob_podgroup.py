@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from tfjob_test_builders import container, make_job, replica, seed_job
 
+from tfjob.facts import read_facts
 from tfjob.podgroup import desired_podgroup, min_member, min_resources, podgroup_spec_patch
 from tfjob.settings import Settings
 from tfjob.wire import PodGroup
@@ -29,7 +30,7 @@ def scenario_49_job() -> dict:  # type: ignore[type-arg]
 
 
 def test_s49_volcano_podgroup_shape() -> None:
-    assert desired_podgroup(scenario_49_job(), {}, VOLCANO) == {  # type: ignore[arg-type]
+    assert desired_podgroup(read_facts(scenario_49_job()), {}, VOLCANO) == {  # type: ignore[arg-type]
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {
@@ -57,7 +58,7 @@ def test_s49_volcano_podgroup_shape() -> None:
 
 
 def test_seed_podgroup_has_min_member_4_from_limits() -> None:
-    podgroup = desired_podgroup(seed_job("normal"), {}, VOLCANO)
+    podgroup = desired_podgroup(read_facts(seed_job("normal")), {}, VOLCANO)
     assert podgroup["spec"] == {
         "minMember": 4,
         "queue": "default",
@@ -74,9 +75,9 @@ def test_min_member_counts_every_type_with_unset_replicas_as_one() -> None:
             "Evaluator": replica(1),
         }
     )
-    assert min_member(job) == 5
+    assert min_member(read_facts(job)) == 5
     job = make_job({"Worker": replica(3)}, runPolicy={"schedulingPolicy": {"minAvailable": 1}})
-    assert min_member(job) == 1
+    assert min_member(read_facts(job)) == 1
 
 
 def test_s50_d11_min_resources_follow_priority_class_values() -> None:
@@ -90,9 +91,9 @@ def test_s50_d11_min_resources_follow_priority_class_values() -> None:
         },
         runPolicy={"schedulingPolicy": {"minAvailable": 1}},
     )
-    assert min_member(job) == 1
-    assert min_resources(job, 1, {"high": 1000}) == {"cpu": "2", "memory": "4Gi"}
-    assert desired_podgroup(job, {"high": 1000}, VOLCANO)["spec"]["minResources"] == {
+    assert min_member(read_facts(job)) == 1
+    assert min_resources(read_facts(job), 1, {"high": 1000}) == {"cpu": "2", "memory": "4Gi"}
+    assert desired_podgroup(read_facts(job), {"high": 1000}, VOLCANO)["spec"]["minResources"] == {
         "cpu": "2",
         "memory": "4Gi",
     }
@@ -107,12 +108,12 @@ def test_d11_ties_follow_chief_master_ps_worker_evaluator() -> None:
             "Chief": replica(1, containers=[container(resources=requests(cpu="1"))]),
         }
     )
-    assert min_resources(job, 1, {}) == {"cpu": "1"}
-    assert min_resources(job, 2, {}) == {"cpu": "3"}
-    assert min_resources(job, 3, {}) == {"cpu": "7"}
-    assert min_resources(job, 5, {}) == {"cpu": "19"}
-    assert min_resources(job, 99, {}) == {"cpu": "19"}
-    assert min_resources(job, 0, {}) == {}
+    assert min_resources(read_facts(job), 1, {}) == {"cpu": "1"}
+    assert min_resources(read_facts(job), 2, {}) == {"cpu": "3"}
+    assert min_resources(read_facts(job), 3, {}) == {"cpu": "7"}
+    assert min_resources(read_facts(job), 5, {}) == {"cpu": "19"}
+    assert min_resources(read_facts(job), 99, {}) == {"cpu": "19"}
+    assert min_resources(read_facts(job), 0, {}) == {}
 
 
 def test_d11_unknown_priority_classes_count_as_zero_and_negative_values_sort_last() -> None:
@@ -124,7 +125,7 @@ def test_d11_unknown_priority_classes_count_as_zero_and_negative_values_sort_las
             ),
         }
     )
-    assert min_resources(job, 1, {"low": -5}) == {"cpu": "4"}
+    assert min_resources(read_facts(job), 1, {"low": -5}) == {"cpu": "4"}
 
 
 def test_limits_count_only_for_a_container_without_requests() -> None:
@@ -140,7 +141,7 @@ def test_limits_count_only_for_a_container_without_requests() -> None:
             )
         }
     )
-    assert min_resources(job, 1, {}) == {"cpu": "4500m"}
+    assert min_resources(read_facts(job), 1, {}) == {"cpu": "4500m"}
 
 
 def test_s51_explicit_scheduling_policy_is_used_as_is() -> None:
@@ -148,7 +149,7 @@ def test_s51_explicit_scheduling_policy_is_used_as_is() -> None:
         {"Worker": replica(2, containers=[container(resources=requests(cpu="2"))])},
         runPolicy={"schedulingPolicy": {"queue": "q1", "priorityClass": "pc", "minResources": {"cpu": 10}}},
     )
-    assert desired_podgroup(job, {}, VOLCANO)["spec"] == {
+    assert desired_podgroup(read_facts(job), {}, VOLCANO)["spec"] == {
         "minMember": 2,
         "queue": "q1",
         "priorityClassName": "pc",
@@ -158,7 +159,7 @@ def test_s51_explicit_scheduling_policy_is_used_as_is() -> None:
 
 def test_s51_d15_an_existing_queue_is_kept() -> None:
     job = make_job({"Worker": replica(2)}, runPolicy={"schedulingPolicy": {"queue": "q1"}})
-    desired = desired_podgroup(job, {}, VOLCANO)
+    desired = desired_podgroup(read_facts(job), {}, VOLCANO)
     existing: PodGroup = {"spec": {**desired["spec"], "queue": "q0"}}
     assert podgroup_spec_patch(existing, desired) is None
 
@@ -166,7 +167,7 @@ def test_s51_d15_an_existing_queue_is_kept() -> None:
 def test_s54_scheduler_plugins_podgroup_shape() -> None:
     job = scenario_49_job()
     job["spec"]["runPolicy"] = {"schedulingPolicy": {"scheduleTimeoutSeconds": 60}}
-    podgroup = desired_podgroup(job, {}, SCHEDULER_PLUGINS)  # type: ignore[arg-type]
+    podgroup = desired_podgroup(read_facts(job), {}, SCHEDULER_PLUGINS)  # type: ignore[arg-type]
     assert podgroup["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
     assert podgroup["kind"] == "PodGroup"
     assert podgroup["metadata"]["name"] == "tj"
@@ -176,16 +177,16 @@ def test_s54_scheduler_plugins_podgroup_shape() -> None:
         "scheduleTimeoutSeconds": 60,
     }
     del job["spec"]["runPolicy"]
-    assert "scheduleTimeoutSeconds" not in desired_podgroup(job, {}, SCHEDULER_PLUGINS)["spec"]  # type: ignore[arg-type]
+    assert "scheduleTimeoutSeconds" not in desired_podgroup(read_facts(job), {}, SCHEDULER_PLUGINS)["spec"]  # type: ignore[arg-type]
 
 
 def test_no_podgroup_when_gang_scheduling_is_off() -> None:
     with pytest.raises(ValueError, match="gang scheduling is off"):
-        desired_podgroup(scenario_49_job(), {}, Settings(gang_scheduler_name=""))  # type: ignore[arg-type]
+        desired_podgroup(read_facts(scenario_49_job()), {}, Settings(gang_scheduler_name=""))  # type: ignore[arg-type]
 
 
 def test_d15_no_patch_when_nothing_differs_even_in_another_spelling() -> None:
-    desired = desired_podgroup(scenario_49_job(), {}, VOLCANO)  # type: ignore[arg-type]
+    desired = desired_podgroup(read_facts(scenario_49_job()), {}, VOLCANO)  # type: ignore[arg-type]
     stored: PodGroup = {
         "spec": {"minMember": 3, "queue": "default", "minResources": {"cpu": "5000m", "memory": "8192Mi"}},
         "status": {"phase": "Inqueue"},
@@ -194,7 +195,7 @@ def test_d15_no_patch_when_nothing_differs_even_in_another_spelling() -> None:
 
 
 def test_d15_patch_carries_only_the_changed_fields() -> None:
-    desired = desired_podgroup(scenario_49_job(), {}, VOLCANO)  # type: ignore[arg-type]
+    desired = desired_podgroup(read_facts(scenario_49_job()), {}, VOLCANO)  # type: ignore[arg-type]
     stored: PodGroup = {
         "spec": {
             "minMember": 2,
@@ -214,7 +215,7 @@ def test_d15_patch_carries_only_the_changed_fields() -> None:
 
 
 def test_d15_patch_of_a_podgroup_without_spec_sets_everything() -> None:
-    desired = desired_podgroup(scenario_49_job(), {}, VOLCANO)  # type: ignore[arg-type]
+    desired = desired_podgroup(read_facts(scenario_49_job()), {}, VOLCANO)  # type: ignore[arg-type]
     assert podgroup_spec_patch({}, desired) == {
         "spec": {"minMember": 3, "queue": "default", "minResources": {"cpu": "5", "memory": "8Gi"}}
     }

@@ -15,6 +15,7 @@ import jsonpatch
 import pytest
 
 from tests.webhook.admission_cases import AdmissionCase, decoded_envelope, load_cases
+from tfjob.facts import read_facts
 from tfjob.tfconfig import tf_config
 from webhook.admission import admit_pod, admit_tfjob
 from webhook.cache import StaticJobs, admission_view
@@ -66,7 +67,7 @@ def test_cached_view_gives_the_same_tf_config_as_the_full_job(case: AdmissionCas
         view: Any = admission_view(job)
         for rtype, spec in job["spec"]["tfReplicaSpecs"].items():
             for index in range(spec.get("replicas", 1)):
-                assert tf_config(view, rtype, index) == tf_config(job, rtype, index)
+                assert tf_config(read_facts(view), rtype, index) == tf_config(read_facts(job), rtype, index)
 
 
 async def test_the_pod_namespace_comes_from_the_request() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.webhook.admission_cases import load_cases
+from tfjob.facts import read_facts
 from tfjob.tfconfig import tf_config
 from webhook.tfconfig_memo import TFConfigMemo
 
@@ -32,7 +33,7 @@ def test_memo_equals_tf_config_for_every_replica(job: Any, domain: str) -> None:
         for rtype, spec in job["spec"]["tfReplicaSpecs"].items():
             for index in range(spec.get("replicas", 1)):
                 assert memo.tf_config(job, rtype, index) == tf_config(
-                    job, rtype, index, cluster_domain=domain
+                    read_facts(job), rtype, index, cluster_domain=domain
                 )
 
 

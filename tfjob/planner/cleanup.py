@@ -29,10 +29,10 @@ from tfjob.constants import (
     REASON_SCHEDULE_TIMEOUT,
     REASON_SUSPENDED,
 )
+from tfjob.facts import JobFacts
 from tfjob.planner.actions import NORMAL, DeleteJob, DeletePod, DeletePodGroup, DeleteService
 from tfjob.planner.conditions import FALSE, TRUE, find_condition, is_true
 from tfjob.planner.draft import COUNTER_DELETED, COUNTER_FAILED, COUNTER_SUCCESSFUL, Draft
-from tfjob.planner.facts import JobFacts
 from tfjob.planner.limits import backoff_verdict, deadline_verdict
 from tfjob.planner.observed import (
     PHASE_PENDING,

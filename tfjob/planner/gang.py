@@ -24,13 +24,13 @@ from typing import Any
 from kubeobjects.meta import Meta
 from kubeobjects.times import parse_time
 from tfjob.constants import COND_FAILED, PODGROUP_ADMITTED_PHASES, REASON_SCHEDULE_TIMEOUT
+from tfjob.facts import JobFacts
 from tfjob.planner.actions import CreatePodGroup, PatchPodGroup
 from tfjob.planner.draft import Draft
-from tfjob.planner.facts import JobFacts
 from tfjob.planner.status import Verdict
 from tfjob.podgroup import desired_podgroup, podgroup_spec_patch
 from tfjob.settings import Settings
-from tfjob.wire import JobStatus, PodGroup, TFJob
+from tfjob.wire import JobStatus, PodGroup
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,6 @@ def podgroup_phase(podgroup: PodGroup) -> str:
 
 def sync_gang(
     draft: Draft,
-    job: TFJob,
     facts: JobFacts,
     podgroup: PodGroup | None,
     pods: Sequence[Mapping[str, Any]],
@@ -66,7 +65,7 @@ def sync_gang(
     """Create or patch the PodGroup, and say whether pod creation must wait for it."""
     if not settings.gang_enabled:
         return GangGate()
-    desired = desired_podgroup(job, priority_values, settings)
+    desired = desired_podgroup(facts, priority_values, settings)
     if podgroup is None:
         draft.act(CreatePodGroup(desired))
     elif not Meta(podgroup).deleting:

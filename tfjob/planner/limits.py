@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
 from tfjob.constants import COND_FAILED, REASON_FAILED
-from tfjob.planner.facts import JobFacts
+from tfjob.facts import JobFacts
 from tfjob.planner.replicas import ReplicaAnalysis
 from tfjob.planner.status import Verdict
 from tfjob.wire import JobStatus

@@ -14,7 +14,8 @@ from typing import Any
 
 from kubeobjects.meta import Meta
 from tfjob.constants import API_VERSION, KIND, LABEL_REPLICA_TYPE
-from tfjob.naming import replica_index, replica_type_key
+from tfjob.facts import JobFacts
+from tfjob.naming import replica_index
 from tfjob.wire import Pod, PodGroup, Service, TFJob
 
 PHASE_PENDING = "Pending"
@@ -65,15 +66,14 @@ def restart_count(pod: Mapping[str, Any]) -> int:
     return total
 
 
-def owned_by(obj: Mapping[str, Any], job: TFJob) -> bool:
+def owned_by(obj: Mapping[str, Any], facts: JobFacts) -> bool:
     """True when ``obj``'s controller owner reference names this job (by uid when both have one)."""
     reference = Meta(obj).controller
     if reference is None or reference.get("kind") != KIND or reference.get("apiVersion") != API_VERSION:
         return False
-    job_meta = Meta(job)
-    if job_meta.uid and reference.get("uid"):
-        return bool(reference.get("uid") == job_meta.uid)
-    return bool(reference.get("name") == job_meta.name)
+    if facts.uid and reference.get("uid"):
+        return bool(reference.get("uid") == facts.uid)
+    return bool(reference.get("name") == facts.name)
 
 
 @dataclass(frozen=True)
@@ -100,13 +100,14 @@ class ReplicaSlices:
 
 
 def slice_by_replica(
-    job: TFJob, objects: Iterable[Mapping[str, Any]], rtype: str, replicas: int
+    facts: JobFacts, objects: Iterable[Mapping[str, Any]], rtype: str, replicas: int
 ) -> ReplicaSlices:
     """The objects of type ``rtype`` by replica index; objects without a usable index are skipped."""
     by_index: dict[int, list[Mapping[str, Any]]] = {}
     for obj in objects:
         type_label = Meta(obj).label(LABEL_REPLICA_TYPE)
-        if type_label is None or replica_type_key(job, type_label) != rtype:
+        found = facts.replica_for_label(type_label) if type_label is not None else None
+        if found is None or found.rtype != rtype:
             continue
         index = replica_index(obj)
         if index is None:

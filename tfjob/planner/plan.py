@@ -54,7 +54,7 @@ from tfjob.constants import (
     STATUS_ORDER,
     WORKER,
 )
-from tfjob.defaults import with_defaults
+from tfjob.facts import JobFacts, read_facts
 from tfjob.managedby import managed_here
 from tfjob.planner.abnormal import abnormal_pod_events
 from tfjob.planner.actions import NORMAL, WARNING, CreatePod, CreateService, DeletePod, DeleteService
@@ -68,7 +68,6 @@ from tfjob.planner.cleanup import (
 from tfjob.planner.conditions import TRUE, find_condition, is_finished, is_true
 from tfjob.planner.draft import COUNTER_CREATED, COUNTER_FAILED_PODS, COUNTER_RESTARTED, Draft, Plan
 from tfjob.planner.exitcodes import tensorflow_exit_code
-from tfjob.planner.facts import JobFacts, read_facts
 from tfjob.planner.gang import sync_gang
 from tfjob.planner.limits import backoff_verdict, deadline_at, deadline_verdict, past_backoff_limit
 from tfjob.planner.observed import (
@@ -86,10 +85,10 @@ from tfjob.planner.status import (
     worker0_completed,
 )
 from tfjob.planner.waiting import Waiting, created_message, report_waiting, why_waiting
-from tfjob.pods import desired_pod, template_restart_policy_overridden, template_scheduler_name
+from tfjob.pods import desired_pod, template_restart_policy_overridden
 from tfjob.services import desired_service
 from tfjob.settings import Settings
-from tfjob.wire import PodGroup, ReplicaSpec, TFJob
+from tfjob.wire import PodGroup, TFJob
 
 logger = logging.getLogger(__name__)
 
@@ -121,17 +120,16 @@ def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
     raw = observed.job
     if not isinstance(raw, dict):
         raise ValueError(f"the observed job must be a TFJob object, not {type(raw).__name__}")
-    if not managed_here(raw) or (raw.get("metadata") or {}).get("deletionTimestamp"):
+    if not managed_here(raw) or Meta(raw).deleting:
         return _untouched(raw)
-    job = with_defaults(raw)
-    facts = read_facts(job)
+    facts = read_facts(raw)
     draft = Draft.starting_from(raw.get("status"), now)
     if find_condition(draft.conditions, COND_CREATED) is None:
         draft.set_condition(COND_CREATED, TRUE, REASON_CREATED, created_message(facts.name))
         if find_condition(draft.conditions, COND_CREATED) is not None:  # not after a Failed one
             draft.count(COUNTER_CREATED)
-    pods = [pod for pod in observed.pods if owned_by(pod, job)]
-    services = [service for service in observed.services if owned_by(service, job)]
+    pods = [pod for pod in observed.pods if owned_by(pod, facts)]
+    services = [service for service in observed.services if owned_by(service, facts)]
     podgroup = observed.podgroup if settings.gang_enabled else None
 
     if is_finished(draft.conditions):
@@ -141,13 +139,12 @@ def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
         suspend(draft, facts, pods, services, podgroup)
         return draft.finish()
     resume_if_suspended(draft, facts)
-    _run_active_job(draft, job, facts, observed, pods, services, settings)
+    _run_active_job(draft, facts, observed, pods, services, settings)
     return draft.finish()
 
 
 def _run_active_job(
     draft: Draft,
-    job: TFJob,
     facts: JobFacts,
     observed: Observed,
     pods: Sequence[Obj],
@@ -155,7 +152,7 @@ def _run_active_job(
     settings: Settings,
 ) -> None:
     podgroup = observed.podgroup if settings.gang_enabled else None
-    pod_slices = {r.rtype: slice_by_replica(job, pods, r.rtype, r.replicas) for r in facts.replica_types}
+    pod_slices = {r.rtype: slice_by_replica(facts, pods, r.rtype, r.replicas) for r in facts.replica_types}
     analyses = {r.rtype: analyse_replica(r, pod_slices[r.rtype]) for r in facts.replica_types}
     for analysis in analyses.values():
         for event in abnormal_pod_events(analysis.active_pods):
@@ -171,7 +168,7 @@ def _run_active_job(
             return
         draft.requeue_in((deadline - draft.now).total_seconds())  # D1: a timer, not the next event
 
-    gate = sync_gang(draft, job, facts, podgroup, pods, observed.priority_values, settings)
+    gate = sync_gang(draft, facts, podgroup, pods, observed.priority_values, settings)
     if gate.timed_out is not None:
         fail_and_tear_down(draft, facts, gate.timed_out, pods, services, podgroup, event_type=WARNING)
         return
@@ -188,8 +185,8 @@ def _run_active_job(
         return
     for facts_replica in facts.replica_types:
         analysis = analyses[facts_replica.rtype]
-        _reconcile_pods(draft, job, facts, analysis, settings)
-        _reconcile_services(draft, job, services, analysis)
+        _reconcile_pods(draft, facts, analysis, settings)
+        _reconcile_services(draft, facts, services, analysis)
     if decision.activity is not None:
         activity = decision.activity
         draft.set_condition(activity.type, TRUE, activity.reason, activity.message)
@@ -261,9 +258,7 @@ def _report_exit_code(draft: Draft, facts: JobFacts, pod: Obj) -> None:
         )
 
 
-def _reconcile_pods(
-    draft: Draft, job: TFJob, facts: JobFacts, analysis: ReplicaAnalysis, settings: Settings
-) -> None:
+def _reconcile_pods(draft: Draft, facts: JobFacts, analysis: ReplicaAnalysis, settings: Settings) -> None:
     for pod in analysis.restarts:
         _report_exit_code(draft, facts, pod)
         draft.act(DeletePod(Meta(pod).name, Meta(pod).uid))
@@ -275,17 +270,14 @@ def _reconcile_pods(
         draft.act(DeletePod(Meta(pod).name, Meta(pod).uid))
     if not analysis.missing:
         return
-    replica_spec: ReplicaSpec = ((job.get("spec") or {}).get("tfReplicaSpecs") or {}).get(
-        analysis.rtype
-    ) or {}
-    if template_restart_policy_overridden(replica_spec):
+    if template_restart_policy_overridden(analysis.replica):
         draft.emit(WARNING, EVENT_SET_POD_TEMPLATE_RESTART_POLICY, RESTART_POLICY_OVERRIDDEN_MESSAGE)
-    scheduler = template_scheduler_name(job, analysis.rtype)
+    scheduler = analysis.replica.scheduler_name
     if settings.gang_enabled and scheduler and scheduler != _gang_scheduler(settings):
         draft.emit(WARNING, EVENT_SET_POD_TEMPLATE_SCHEDULER_NAME, SCHEDULER_NAME_KEPT_MESSAGE)
     for index in analysis.missing:
         try:
-            pod = desired_pod(job, analysis.rtype, index)
+            pod = desired_pod(facts, analysis.rtype, index)
         except ValueError as error:  # a template no pod can be built from: say so, keep going
             draft.emit(WARNING, EVENT_FAILED_CREATE_POD, f"Error creating: {error}")
             continue
@@ -304,14 +296,16 @@ def _count_recreation(draft: Draft, rtype: str) -> None:
     draft.status["restartCounts"] = counts
 
 
-def _reconcile_services(draft: Draft, job: TFJob, services: Sequence[Obj], analysis: ReplicaAnalysis) -> None:
+def _reconcile_services(
+    draft: Draft, facts: JobFacts, services: Sequence[Obj], analysis: ReplicaAnalysis
+) -> None:
     replica = analysis.replica
-    slices = slice_by_replica(job, services, replica.rtype, replica.replicas)
+    slices = slice_by_replica(facts, services, replica.rtype, replica.replicas)
     for index in range(slices.size):
         found = slices.at(index)
         if not found and index < replica.replicas:
             try:
-                service = desired_service(job, replica.rtype, index)
+                service = desired_service(facts, replica.rtype, index)
             except ValueError as error:
                 draft.emit(WARNING, EVENT_FAILED_CREATE_SERVICE, f"Error creating: {error}")
                 continue

@@ -14,9 +14,8 @@ from typing import Any, cast
 
 from kubeobjects.times import parse_time
 from tfjob.constants import PODGROUP_ADMITTED_PHASES
-from tfjob.defaults import with_defaults
+from tfjob.facts import read_facts
 from tfjob.planner.conditions import is_finished
-from tfjob.planner.facts import read_facts
 from tfjob.planner.gang import gang_deadline, podgroup_phase
 from tfjob.planner.limits import counted_restarts, deadline_at
 from tfjob.planner.observed import owned_by, slice_by_replica
@@ -46,12 +45,11 @@ def progress(
     settings: Settings,
 ) -> Progress:
     """The limits of a stored job (raw) given its pods and PodGroup as listed, at ``now``."""
-    defaulted = with_defaults(job)
-    facts = read_facts(defaulted)
+    facts = read_facts(job)
     status: JobStatus = cast(JobStatus, job.get("status")) if isinstance(job.get("status"), dict) else {}
-    owned = [pod for pod in pods if owned_by(pod, defaulted)]
+    owned = [pod for pod in pods if owned_by(pod, facts)]
     analyses = [
-        analyse_replica(replica, slice_by_replica(defaulted, owned, replica.rtype, replica.replicas))
+        analyse_replica(replica, slice_by_replica(facts, owned, replica.rtype, replica.replicas))
         for replica in facts.replica_types
     ]
     finished = is_finished(status.get("conditions") or [])

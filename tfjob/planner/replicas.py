@@ -26,8 +26,8 @@ from typing import Any
 
 from kubeobjects.meta import Meta
 from tfjob.constants import RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_NEVER, RESTART_ON_FAILURE
+from tfjob.facts import ReplicaFacts
 from tfjob.planner.exitcodes import effective_exit_code, is_retryable_exit_code
-from tfjob.planner.facts import ReplicaFacts
 from tfjob.planner.observed import (
     PHASE_FAILED,
     PHASE_RUNNING,

@@ -39,8 +39,8 @@ from tfjob.constants import (
     STATUS_ORDER,
     WORKER,
 )
+from tfjob.facts import JobFacts
 from tfjob.planner.exitcodes import tensorflow_exit_code
-from tfjob.planner.facts import JobFacts
 from tfjob.planner.observed import PHASE_SUCCEEDED, ReplicaSlices, pod_phase
 from tfjob.planner.replicas import ReplicaAnalysis
 

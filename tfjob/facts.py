@@ -1,0 +1,176 @@
+"""One parsed, defaulted view of a TFJob: what the planner, the webhook, TF_CONFIG and the PodGroup
+read, built once per job by ``read_facts``.
+
+Stored objects can hold anything the schema lets through (or more, on a cluster without the
+CRD's schema), so every field is read here, once, defensively: a value of the wrong type counts
+as unset and takes its default. Nothing else reads a raw job's spec, so the controller (which
+creates the pods) and the webhook (which admits them) can never disagree on a job's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeobjects.meta import Meta, mapping, text
+from tfjob.constants import (
+    API_VERSION,
+    CHIEF,
+    CLEAN_POD_POLICY_NONE,
+    DEFAULT_RESTART_POLICY,
+    KIND,
+    KNOWN_TYPES,
+    MASTER,
+    NORMALISE_ORDER,
+    SUCCESS_POLICY_ALL_WORKERS,
+    WORKER,
+)
+from tfjob.defaults import canonical_replica_type, replica_port, with_defaults
+from tfjob.wire import OwnerReference, ReplicaSpec, TFJob
+
+
+def _int_or_none(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def replica_count(value: object) -> int:
+    """A replica spec's ``replicas``: unset or not an integer counts as 1 (the default), never below 0."""
+    replicas = _int_or_none(value)
+    return max(replicas, 0) if replicas is not None else 1
+
+
+@dataclass(frozen=True)
+class ReplicaFacts:
+    rtype: str  # the spec key, canonical for the known types
+    replicas: int
+    restart_policy: str
+    spec: ReplicaSpec  # the defaulted replica spec: the pod template comes from here
+    port: int  # the tensorflow container's tfjob-port, else the default
+    scheduler_name: str  # the template's schedulerName; "" when it left it empty
+    priority_class_name: str  # the template's priorityClassName; "" when unset
+
+    @property
+    def pod_spec(self) -> Mapping[str, Any]:
+        return mapping(mapping(self.spec.get("template")).get("spec"))
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    job: TFJob  # the defaulted job (with_defaults applied once, in memory: design D8)
+    name: str
+    namespace: str
+    uid: str
+    replica_types: tuple[ReplicaFacts, ...]  # known types in normalise order, then unknown ones
+    success_all_workers: bool
+    dynamic_worker: bool
+    clean_pod_policy: str
+    backoff_limit: int | None
+    active_deadline_seconds: int | None
+    ttl_seconds_after_finished: int | None
+    schedule_timeout_seconds: int | None
+    min_available: int | None
+    queue: str
+    priority_class: str
+    min_resources: Mapping[str, Any] | None  # schedulingPolicy.minResources as written
+    suspend: bool
+    deleting: bool
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def has_chief_or_master(self) -> bool:
+        return any(replica.rtype in (CHIEF, MASTER) for replica in self.replica_types)
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(replica.replicas for replica in self.replica_types)
+
+    @property
+    def distributed(self) -> bool:
+        """False only when the known replica types add up to exactly one replica (reference §4.1)."""
+        return sum(r.replicas for r in self.replica_types if r.rtype in KNOWN_TYPES) != 1
+
+    @property
+    def owner_reference(self) -> OwnerReference:
+        """The controller owner reference that ties a child to its TFJob for GC and watches."""
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    def replica(self, rtype: str) -> ReplicaFacts | None:
+        return next((replica for replica in self.replica_types if replica.rtype == rtype), None)
+
+    def replica_for_label(self, label_value: str) -> ReplicaFacts | None:
+        """The replica type whose lowercase spelling equals a ``replica-type`` label value."""
+        return next((r for r in self.replica_types if r.rtype.lower() == label_value), None)
+
+    def is_master_role(self, rtype: str, index: int) -> bool:
+        """Every Chief/Master pod when the job has one of those types, otherwise only Worker 0."""
+        rtype = canonical_replica_type(rtype)
+        if self.has_chief_or_master:
+            return rtype in (CHIEF, MASTER)
+        return rtype == WORKER and index == 0
+
+
+def read_facts(job: TFJob) -> JobFacts:
+    """The one view of ``job`` (raw, as stored): defaulted once, every field read with its type checked."""
+    job = with_defaults(job)
+    meta = Meta(job)
+    spec = mapping(job.get("spec"))
+    run_policy = mapping(spec.get("runPolicy"))
+    scheduling = mapping(run_policy.get("schedulingPolicy"))
+    specs = mapping(spec.get("tfReplicaSpecs"))
+    known = [key for key in NORMALISE_ORDER if key in specs]
+    unknown = sorted(key for key in specs if key not in NORMALISE_ORDER)
+    replica_types = [
+        _replica_facts(key, specs[key])
+        for key in (*known, *unknown)
+        # A null spec: validation rejects it; there is nothing to run.
+        if isinstance(specs[key], Mapping)
+    ]
+    clean_pod_policy = run_policy.get("cleanPodPolicy")
+    min_resources = scheduling.get("minResources")
+    return JobFacts(
+        job=job,
+        name=meta.name,
+        namespace=meta.namespace or "default",
+        uid=meta.uid,
+        replica_types=tuple(replica_types),
+        success_all_workers=spec.get("successPolicy") == SUCCESS_POLICY_ALL_WORKERS,
+        dynamic_worker=spec.get("enableDynamicWorker") is True,
+        clean_pod_policy=clean_pod_policy if isinstance(clean_pod_policy, str) else CLEAN_POD_POLICY_NONE,
+        backoff_limit=_int_or_none(run_policy.get("backoffLimit")),
+        active_deadline_seconds=_int_or_none(run_policy.get("activeDeadlineSeconds")),
+        ttl_seconds_after_finished=_int_or_none(run_policy.get("ttlSecondsAfterFinished")),
+        schedule_timeout_seconds=_int_or_none(scheduling.get("scheduleTimeoutSeconds")),
+        min_available=_int_or_none(scheduling.get("minAvailable")),
+        queue=text(scheduling.get("queue")),
+        priority_class=text(scheduling.get("priorityClass")),
+        min_resources=min_resources if isinstance(min_resources, Mapping) else None,
+        suspend=run_policy.get("suspend") is True,
+        deleting=meta.deleting,
+    )
+
+
+def _replica_facts(key: str, replica_spec: ReplicaSpec) -> ReplicaFacts:
+    pod_spec = mapping(mapping(replica_spec.get("template")).get("spec"))
+    policy = replica_spec.get("restartPolicy")
+    return ReplicaFacts(
+        rtype=key,
+        replicas=replica_count(replica_spec.get("replicas")),
+        restart_policy=policy if isinstance(policy, str) and policy else DEFAULT_RESTART_POLICY,
+        spec=replica_spec,
+        port=replica_port(replica_spec),
+        scheduler_name=text(pod_spec.get("schedulerName")),
+        priority_class_name=text(pod_spec.get("priorityClassName")),
+    )
