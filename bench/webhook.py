@@ -186,7 +186,8 @@ def pod_review(job: dict[str, Any], rtype: str, index: int, uid: str) -> dict[st
                     "apiVersion": "kubeflow.org/v1",
                     "kind": "TFJob",
                     "name": name,
-                    "uid": f"uid-{name}",
+                    # The webhook mutates only pods whose controller is the stored TFJob (name and uid).
+                    "uid": job["metadata"].get("uid", f"uid-{name}"),
                     "controller": True,
                     "blockOwnerDeletion": True,
                 }
@@ -317,12 +318,12 @@ def pod_review(job: dict[str, Any], rtype: str, index: int, uid: str) -> dict[st
     }
 
 
-def review_bodies(jobs: int, count: int) -> list[bytes]:
+def review_bodies(jobs: list[dict[str, Any]], count: int) -> list[bytes]:
     """``count`` pod CREATE reviews (compact JSON, so one per line) of random jobs among ``jobs``."""
     chooser = random.Random(7)
     bodies = []
     for i in range(count):
-        job = tfjob(chooser.randrange(jobs))
+        job = jobs[chooser.randrange(len(jobs))]
         rtype, index = ("PS", 0) if chooser.random() < 0.2 else ("Worker", chooser.randrange(4))
         review = pod_review(job, rtype, index, f"00000000-0000-4000-8000-{i:012d}")
         bodies.append(json.dumps(review, separators=(",", ":")).encode())
@@ -597,24 +598,26 @@ class Result:
 
 
 async def load_sandbox(handle: Any, jobs: list[dict[str, Any]]) -> None:
+    """Store the TFJobs, and give each of ``jobs`` the uid the API server gave it."""
     async def create_all() -> None:
         await handle.server.apply_object(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
         )
         for job in jobs:
-            await handle.server.apply_object(job)
+            created = await handle.server.apply_object(job)
+            job["metadata"]["uid"] = created["metadata"]["uid"]
 
     await asyncio.to_thread(handle.call, create_all(), 600.0)
 
 
-async def decision_path_cpu(jobs: int, bodies: list[bytes]) -> float:
+async def decision_path_cpu(jobs: list[dict[str, Any]], bodies: list[bytes]) -> float:
     """CPU seconds per admission of the decision path alone (decode, decide, encode), no HTTP/TLS."""
     from webhook.admission import admit_pod
     from webhook.cache import StaticJobs
     from webhook.review import build_response, parse_review
     from webhook.tfconfig_memo import TFConfigMemo
 
-    lookup = StaticJobs([tfjob(i) for i in range(jobs)])
+    lookup = StaticJobs(jobs)
     settings = Settings()
     memo = TFConfigMemo()
 
@@ -657,19 +660,10 @@ async def run(args: argparse.Namespace) -> Result:
     _isolate(client_core)
     go_source = None if args.no_anchor else find_go_anchor(args.go_anchor)
     tool("wrk"), tool("hey")
-    bodies = review_bodies(args.jobs, 2000)
-    decision_cpu = await decision_path_cpu(args.jobs, bodies)
-    print(f"decision path alone: {decision_cpu * 1e6:.0f} us CPU per admission", flush=True)
     jobs = [tfjob(i) for i in range(args.jobs)]
     with start_apiserver() as handle, tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         go_binary = build_go_anchor(go_source, directory) if go_source is not None else None
-        bodies_file = directory / "reviews.jsonl"
-        bodies_file.write_bytes(b"\n".join(bodies) + b"\n")
-        one_body = directory / "review.json"
-        one_body.write_bytes(bodies[0])
-        jobs_file = directory / "jobs.json"
-        jobs_file.write_bytes(orjson.dumps(jobs))
         cert_dir = directory / "certs"
         ca = new_ca("bench-ca", valid_days=1)
         serving = issue_serving_certificate(ca, ["localhost"], ip_addresses=["127.0.0.1"], valid_days=1)
@@ -685,6 +679,15 @@ async def run(args: argparse.Namespace) -> Result:
         print(f"webhook with no TFJobs: RSS {baseline / 1024:.1f} MiB", flush=True)
         print(f"loading {args.jobs} TFJobs into the sandbox...", flush=True)
         await load_sandbox(handle, jobs)
+        bodies = review_bodies(jobs, 2000)
+        decision_cpu = await decision_path_cpu(jobs, bodies)
+        print(f"decision path alone: {decision_cpu * 1e6:.0f} us CPU per admission", flush=True)
+        bodies_file = directory / "reviews.jsonl"
+        bodies_file.write_bytes(b"\n".join(bodies) + b"\n")
+        one_body = directory / "review.json"
+        one_body.write_bytes(bodies[0])
+        jobs_file = directory / "jobs.json"
+        jobs_file.write_bytes(orjson.dumps(jobs))
         # The sandbox's stored objects live in this process: keep the cyclic garbage collector
         # from rescanning them while the load generators run.
         gc.collect()
@@ -861,7 +864,7 @@ def render(result: Result) -> str:
 Each server pinned to one core, the load generator to the other, all in one run: the real
 `tfgang-webhook` process with its TFJob cache synced from the sandbox API server holding
 {result.jobs:,} TFJobs (1 PS + 4 workers each), the Go anchor (`shared/anchors/gowebhook`, built at
-bench time) holding the same TFJobs, and a bare aiohttp server. Throughput: `wrk`, 1 thread,
+bench time) holding the same TFJobs{", and a bare aiohttp server" if "bare" in result.closed else ""}. Throughput: `wrk`, 1 thread,
 {result.connections} TLS keep-alive connections, posting pod CREATE reviews of about
 {result.review_bytes:,} bytes (controller-made pods of random jobs, every one mutated: TF_CONFIG,
 annotations, schedulerName; a sidecar left alone). Latency: `hey` at {result.rate:,.0f} req/s
