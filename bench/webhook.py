@@ -832,6 +832,7 @@ def render(result: Result) -> str:
     go_p99 = f"Go anchor: {result.open['go'].p99_ms:.2f} ms" if go is not None else "no anchor run"
     at_rate = result.open["tfgang"]
     rate_column = f"latency at {result.rate:,.0f}/s (ms)"
+    bare = ", and a bare aiohttp server" if "bare" in result.closed else ""
     goals = "\n".join(
         f"| {a} | {b} | {c} |"
         for a, b, c in [
@@ -864,7 +865,7 @@ def render(result: Result) -> str:
 Each server pinned to one core, the load generator to the other, all in one run: the real
 `tfgang-webhook` process with its TFJob cache synced from the sandbox API server holding
 {result.jobs:,} TFJobs (1 PS + 4 workers each), the Go anchor (`shared/anchors/gowebhook`, built at
-bench time) holding the same TFJobs{", and a bare aiohttp server" if "bare" in result.closed else ""}. Throughput: `wrk`, 1 thread,
+bench time) holding the same TFJobs{bare}. Throughput: `wrk`, 1 thread,
 {result.connections} TLS keep-alive connections, posting pod CREATE reviews of about
 {result.review_bytes:,} bytes (controller-made pods of random jobs, every one mutated: TF_CONFIG,
 annotations, schedulerName; a sidecar left alone). Latency: `hey` at {result.rate:,.0f} req/s
