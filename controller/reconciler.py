@@ -6,7 +6,9 @@ exists before any pod), except that a run of pod and service creates goes out co
 failed action ends the pass with an error once its batch is done, and the work queue
 retries the key with backoff. Nothing half-made is remembered: the next pass plans again from
 what it observes. The status is written only after every action succeeded, and only if changed;
-the one exception is a create the API refuses, which the Created condition reports at once.
+the one exception is a create the API refuses, which the Created condition reports at once. A
+change of replica counts alone is held back briefly (``controller.status``) and the job requeued
+for the moment it is due.
 """
 
 from __future__ import annotations
@@ -125,6 +127,11 @@ class Reconciler:
                 raise
             status_written = await self._status.write(job, result.status)
             writes += int(status_written)
+            requeue_after = result.requeue_after
+            held = self._status.due_in(str(metadata.get("uid") or ""))
+            if held is not None:
+                # A counts change is held back: come back when it is due.
+                requeue_after = held if requeue_after is None else min(requeue_after, held)
             self._record_all(job, result.events)
             for counter in result.counters:
                 self._metrics.count_job(counter, namespace)
@@ -134,7 +141,7 @@ class Reconciler:
                     len(result.actions),
                     "written" if status_written else "unchanged",
                 )
-            return PassResult(result.requeue_after, writes, status_written)
+            return PassResult(requeue_after, writes, status_written)
 
     async def _report_refusal(
         self, job: Mapping[str, Any], failure: ActionFailed, counters: tuple[str, ...]

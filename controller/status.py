@@ -5,14 +5,25 @@ one (lists such as ``conditions`` go whole). If the API server stores something 
 we sent (a schema that prunes a field, say), planning again would produce the same status on every
 pass and each write would trigger the next; ``StatusWriter`` remembers what each job's last write
 asked for and got back, and skips asking for the same status while the job still holds that answer.
+
+Counts-only changes wait a moment. A job's pods are created, start and stop a moment apart, and
+each step moves only ``replicaStatuses`` counts (and, once, sets ``startTime``): written one by
+one, a four-replica job costs half as many status writes again as the planner's budget allows.
+Such a change is held back for ``batch_seconds`` from the first one, folded with any that follow,
+and then written (the reconciler requeues the job for that moment, ``due_in``); the first
+``startTime`` planned is the one written. Anything else, a condition above all, is written at once
+and carries the latest counts with it; a rising ``failed`` count is never held back (the backoff
+rules read it from the stored status). A controller that dies while holding a change back loses
+nothing but that moment: its successor plans the same status from what it observes.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS
@@ -23,31 +34,98 @@ from tfjob.wire import JobStatus
 
 logger = logging.getLogger(__name__)
 
+BATCH_SECONDS: Final = 1.5
+_COUNTS: Final = frozenset({"active", "succeeded", "failed"})
+_HOLDABLE: Final = frozenset({"replicaStatuses", "startTime"})
+
 
 def _status_of(job: Mapping[str, Any]) -> dict[str, Any]:
     status = job.get("status")
     return dict(status) if isinstance(status, Mapping) else {}
 
 
+def _count(entry: Mapping[str, Any], key: str) -> int:
+    value = entry.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def counts_only(patch: Mapping[str, Any], old_status: Mapping[str, Any]) -> bool:
+    """Whether ``patch`` only moves replica counts (and sets the first ``startTime``): no
+    condition, no restart count, no rising ``failed`` count."""
+    if not patch or not set(patch) <= _HOLDABLE:
+        return False
+    if "startTime" in patch and (old_status.get("startTime") or not patch["startTime"]):
+        return False  # a clock that restarts (resume after suspend) is not a count
+    counts = patch.get("replicaStatuses", {})
+    if not isinstance(counts, Mapping):
+        return False
+    found = old_status.get("replicaStatuses")
+    old: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    for rtype, entry in counts.items():
+        if not isinstance(entry, Mapping) or not set(entry) <= _COUNTS:
+            return False
+        before = old.get(rtype)
+        if _count(entry, "failed") > _count(before if isinstance(before, Mapping) else {}, "failed"):
+            return False
+    return True
+
+
 class StatusWriter:
-    def __init__(self, api: KubeApi, writes: OwnWrites, metrics: ControllerMetrics) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        writes: OwnWrites,
+        metrics: ControllerMetrics,
+        *,
+        batch_seconds: float = BATCH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._api = api
         self._writes = writes
         self._metrics = metrics
+        self._batch_seconds = batch_seconds
+        self._clock = clock
         # job uid -> (the status we last asked for, the status the server returned instead)
         self._last: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        # job uid -> when the counts change being held back was first seen (monotonic)
+        self._held: dict[str, float] = {}
+        # job uid -> the startTime first planned while its write was held back
+        self._held_start: dict[str, str] = {}
 
     def forget(self, job_uid: str) -> None:
         self._last.pop(job_uid, None)
+        self._held.pop(job_uid, None)
+        self._held_start.pop(job_uid, None)
+
+    def due_in(self, job_uid: str) -> float | None:
+        """Seconds until the counts change held back for the job is written; None if none is."""
+        held = self._held.get(job_uid)
+        if held is None:
+            return None
+        return max(0.0, held + self._batch_seconds - self._clock())
 
     async def write(self, job: Mapping[str, Any], new_status: JobStatus) -> bool:
-        """Patch ``job``'s status to ``new_status`` if it differs; True when a write was sent."""
+        """Patch ``job``'s status to ``new_status`` if it differs and is not held back; True when
+        a write was sent."""
         old_status = _status_of(job)
-        patch = merge_patch(old_status, dict(new_status))
-        if not patch:
-            return False
         metadata = job.get("metadata") or {}
         uid = str(metadata.get("uid") or "")
+        first_start = self._held_start.get(uid)
+        if first_start and new_status.get("startTime") and not old_status.get("startTime"):
+            new_status = JobStatus(**{**new_status, "startTime": first_start})
+        patch = merge_patch(old_status, dict(new_status))
+        if not patch:
+            self._held.pop(uid, None)
+            self._held_start.pop(uid, None)
+            return False
+        if self._batch_seconds > 0 and counts_only(patch, old_status):
+            now = self._clock()
+            if now < self._held.setdefault(uid, now) + self._batch_seconds:
+                if "startTime" in patch:
+                    self._held_start.setdefault(uid, str(patch["startTime"]))
+                return False
+        self._held.pop(uid, None)
+        self._held_start.pop(uid, None)
         last = self._last.get(uid)
         if last is not None and last[0] == new_status and last[1] == old_status:
             logger.warning(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS
 from controller.status import StatusWriter
@@ -59,3 +61,73 @@ async def test_a_field_the_server_prunes_is_not_rewritten_on_every_pass(api: Kub
     assert "notInTheSchema" not in stored["status"], "the CRD's structural schema prunes unknown fields"
     assert not await writer.write(stored, status)
     assert _status_writes(apiserver, "pruned") == 1
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _counts(active: int, succeeded: int = 0, failed: int = 0) -> dict[str, Any]:
+    return {"Worker": {"active": active, "succeeded": succeeded, "failed": failed}}
+
+
+CREATED = {"type": "Created", "status": "True", "reason": "TFJobCreated", "message": "created"}
+RUNNING = {"type": "Running", "status": "True", "reason": "TFJobRunning", "message": "running"}
+
+
+async def test_counts_only_changes_are_held_back_briefly_and_folded_into_one_write(
+    api: KubeApi, apiserver: Any
+) -> None:
+    clock = _Clock()
+    writer = StatusWriter(api, OwnWrites(), ControllerMetrics(), batch_seconds=0.5, clock=clock)
+    job = await api.create(TFJOBS, _job("batched"), "default")
+    uid = job["metadata"]["uid"]
+    assert await writer.write(job, {"conditions": [CREATED, RUNNING], "replicaStatuses": _counts(1)})
+    job = await api.get(TFJOBS, "batched", "default")
+    assert not await writer.write(job, {"conditions": [CREATED, RUNNING], "replicaStatuses": _counts(2)})
+    assert writer.due_in(uid) == 0.5
+    clock.now += 0.3
+    assert not await writer.write(job, {"conditions": [CREATED, RUNNING], "replicaStatuses": _counts(3)})
+    assert writer.due_in(uid) == pytest.approx(0.2), "the wait counts from the first held change"
+    clock.now += 0.2
+    assert await writer.write(job, {"conditions": [CREATED, RUNNING], "replicaStatuses": _counts(3)})
+    assert writer.due_in(uid) is None
+    stored = await api.get(TFJOBS, "batched", "default")
+    assert stored["status"]["replicaStatuses"] == _counts(3)
+    assert _status_writes(apiserver, "batched") == 2
+
+
+async def test_a_condition_change_or_a_new_failure_is_written_at_once_with_the_latest_counts(
+    api: KubeApi, apiserver: Any
+) -> None:
+    clock = _Clock()
+    writer = StatusWriter(api, OwnWrites(), ControllerMetrics(), batch_seconds=5.0, clock=clock)
+    job = await api.create(TFJOBS, _job("urgent"), "default")
+    assert await writer.write(job, {"conditions": [CREATED], "replicaStatuses": _counts(0)})
+    job = await api.get(TFJOBS, "urgent", "default")
+    assert not await writer.write(job, {"conditions": [CREATED], "replicaStatuses": _counts(1)})
+    assert await writer.write(job, {"conditions": [CREATED, RUNNING], "replicaStatuses": _counts(2)})
+    assert writer.due_in(job["metadata"]["uid"]) is None
+    job = await api.get(TFJOBS, "urgent", "default")
+    assert job["status"]["replicaStatuses"] == _counts(2)
+    assert await writer.write(job, {"conditions": [CREATED, RUNNING], "replicaStatuses": _counts(1, 0, 1)})
+    assert _status_writes(apiserver, "urgent") == 3
+
+
+async def test_a_held_back_start_keeps_the_first_start_time_planned(api: KubeApi) -> None:
+    clock = _Clock()
+    writer = StatusWriter(api, OwnWrites(), ControllerMetrics(), batch_seconds=0.5, clock=clock)
+    job = await api.create(TFJOBS, _job("started"), "default")
+    assert await writer.write(job, {"conditions": [CREATED]})
+    job = await api.get(TFJOBS, "started", "default")
+    first = {"conditions": [CREATED], "startTime": "2026-12-01T10:00:00Z", "replicaStatuses": {"Worker": {}}}
+    assert not await writer.write(job, first)
+    clock.now += 0.5
+    later = {**first, "startTime": "2026-12-01T10:00:01Z"}
+    assert await writer.write(job, later)  # type: ignore[arg-type]
+    stored = await api.get(TFJOBS, "started", "default")
+    assert stored["status"]["startTime"] == "2026-12-01T10:00:00Z"
