@@ -41,6 +41,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import writebudget  # noqa: E402
 from perfdoc import section_markers, write_section  # noqa: E402
 from profiling import profile_summary, py_spy  # noqa: E402
 
@@ -298,6 +299,7 @@ async def run(jobs: int, samples: int, workers: int, profile: str | None = None)
                     latencies.append(await _transition(api, job, pods_of_job, "Succeeded", "Succeeded"))
                 memory = _memory_kib(process.pid)
                 records = [r for r in apiserver.request_log() if r.user == "tfgang-controller"]
+                budget = await writebudget.measure(api, apiserver, "tfgang-controller")
         finally:
             for watcher in watchers:
                 watcher.cancel()
@@ -330,6 +332,7 @@ async def run(jobs: int, samples: int, workers: int, profile: str | None = None)
         "burst_rss_mib": burst_memory.get("VmRSS", 0) / 1024,
         "rss_mib": memory.get("VmRSS", 0) / 1024,
         "peak_rss_mib": memory.get("VmHWM", 0) / 1024,
+        "write_budget": budget,
     }
 
 
@@ -379,6 +382,7 @@ def render(result: dict[str, Any]) -> str:
             f"| controller RSS at the end (peak) | {result['rss_mib']:.0f} MiB "
             f"({result['peak_rss_mib']:.0f} MiB) | "
             "<= 200 MiB |",
+            *writebudget.rows(result["write_budget"]),
             "",
             "Load average (1/5/15 min) at the end: "
             + "/".join(f"{value:.1f}" for value in result["load_average"])
