@@ -220,6 +220,46 @@ def test_s10_d16_queue_is_immutable_in_the_webhook_too() -> None:
     assert validate_update(old, same) == []
 
 
+def _kueue_admits(job: TFJob, suspend: bool) -> TFJob:
+    """Kueue's update of a job: the flavour's node selector, tolerations, labels and annotations."""
+    changed: Any = copy.deepcopy(job)
+    for spec in changed["spec"]["tfReplicaSpecs"].values():
+        template = spec["template"]
+        template["metadata"] = {"labels": {"kueue.x-k8s.io/podset": "worker"}, "annotations": {"a": "b"}}
+        template["spec"]["nodeSelector"] = {"pool": "a"}
+        template["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    changed["spec"]["runPolicy"]["suspend"] = suspend
+    return changed  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("suspended", [True, False], ids=["suspended", "running"])
+def test_kueue_template_changes_are_allowed_as_upstream_allows_them(suspended: bool) -> None:
+    """Upstream v1.9 validates an update as a create plus managedBy: template changes pass whether
+    the job is suspended or running (a running job's existing pods keep their old template)."""
+    old = make_job({"Worker": replica(2)}, runPolicy={"suspend": suspended})
+    assert validate_update(old, _kueue_admits(old, suspend=False)) == []
+    assert validate_update(old, _kueue_admits(old, suspend=True)) == []
+
+
+@pytest.mark.parametrize("suspended", [True, False], ids=["suspended", "running"])
+def test_what_upstream_refuses_is_refused_suspended_or_not(suspended: bool) -> None:
+    old = make_job(
+        {"Worker": replica(2)},
+        runPolicy={
+            "suspend": suspended,
+            "managedBy": "kubeflow.org/training-operator",
+            "schedulingPolicy": {"queue": "q0"},
+        },
+    )
+    new: Any = _kueue_admits(old, suspend=False)
+    new["spec"]["runPolicy"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    new["spec"]["runPolicy"]["schedulingPolicy"] = {"queue": "q1"}
+    assert [str(e) for e in validate_update(old, new)] == [
+        'spec.runPolicy.managedBy: Invalid value: "kueue.x-k8s.io/multikueue": field is immutable',
+        'spec.runPolicy.schedulingPolicy.queue: Invalid value: "q1": field is immutable',
+    ]
+
+
 def test_update_runs_every_create_rule_and_puts_immutability_right_after_the_name() -> None:
     old = make_job(
         {"Worker": replica()}, name="00test", runPolicy={"managedBy": "kubeflow.org/training-operator"}
