@@ -8,6 +8,7 @@ job calls ``with_defaults`` itself. The input may be any shape the API server st
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any, cast
 
 from tfjob.constants import (
@@ -30,9 +31,12 @@ def canonical_replica_type(key: str) -> str:
     return key
 
 
-def with_defaults(job: TFJob) -> TFJob:
-    """A deep copy of ``job`` with the defaults applied in upstream's order; ``job`` is untouched."""
-    defaulted = copy.deepcopy(job)
+def with_defaults(job: Mapping[str, Any]) -> TFJob:
+    """A deep copy of ``job`` with the defaults applied in upstream's order; ``job`` is untouched.
+
+    ``job`` is raw JSON as stored; the copy is the wire type, every field still read defensively.
+    """
+    defaulted = cast(TFJob, copy.deepcopy(dict(job)))
     spec = defaulted.get("spec")
     if not isinstance(spec, dict):
         return defaulted

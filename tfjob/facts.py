@@ -122,11 +122,11 @@ class JobFacts:
         return rtype == WORKER and index == 0
 
 
-def read_facts(job: TFJob) -> JobFacts:
+def read_facts(job: Mapping[str, Any]) -> JobFacts:
     """The one view of ``job`` (raw, as stored): defaulted once, every field read with its type checked."""
-    job = with_defaults(job)
-    meta = Meta(job)
-    spec = mapping(job.get("spec"))
+    defaulted = with_defaults(job)
+    meta = Meta(defaulted)
+    spec = mapping(defaulted.get("spec"))
     run_policy = mapping(spec.get("runPolicy"))
     scheduling = mapping(run_policy.get("schedulingPolicy"))
     specs = mapping(spec.get("tfReplicaSpecs"))
@@ -141,7 +141,7 @@ def read_facts(job: TFJob) -> JobFacts:
     clean_pod_policy = run_policy.get("cleanPodPolicy")
     min_resources = scheduling.get("minResources")
     return JobFacts(
-        job=job,
+        job=defaulted,
         name=meta.name,
         namespace=meta.namespace or "default",
         uid=meta.uid,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.caches import trim, trim_pod, trim_service
+from tfjob.facts import read_facts
 from tfjob.planner import Observed, plan
 from tfjob.pods import desired_pod
 from tfjob.services import desired_service
@@ -52,7 +53,7 @@ def test_managed_fields_are_dropped_and_the_rest_is_kept() -> None:
 
 
 def test_a_pod_keeps_metadata_and_status_only() -> None:
-    pod = _served(dict(desired_pod(_job(), "Worker", 0)), phase="Running")  # type: ignore[arg-type]
+    pod = _served(dict(desired_pod(read_facts(_job()), "Worker", 0)), phase="Running")
     trimmed = trim_pod(copy.deepcopy(pod))
     assert set(trimmed) == {"apiVersion", "kind", "metadata", "status"}
     assert "managedFields" not in trimmed["metadata"]
@@ -61,7 +62,7 @@ def test_a_pod_keeps_metadata_and_status_only() -> None:
 
 
 def test_a_service_keeps_its_metadata_only() -> None:
-    service = _served(dict(desired_service(_job(), "PS", 0)))  # type: ignore[arg-type]
+    service = _served(dict(desired_service(read_facts(_job()), "PS", 0)))
     service["status"] = {"loadBalancer": {}}
     trimmed = trim_service(copy.deepcopy(service))
     assert set(trimmed) == {"apiVersion", "kind", "metadata"}
@@ -72,10 +73,10 @@ def test_a_service_keeps_its_metadata_only() -> None:
 def test_the_planner_decides_the_same_on_trimmed_objects() -> None:
     job = _job()
     pods = [
-        _served(dict(desired_pod(job, rtype, index)), phase="Running")  # type: ignore[arg-type]
+        _served(dict(desired_pod(read_facts(job), rtype, index)), phase="Running")
         for rtype, index in (("PS", 0), ("Worker", 0))
     ]
-    services = [_served(dict(desired_service(job, "PS", 0)))]  # type: ignore[arg-type]
+    services = [_served(dict(desired_service(read_facts(job), "PS", 0)))]
     podgroup = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
