@@ -80,12 +80,14 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
         ops.add_readiness_check("certificate-secret", lambda: self_managed.ready)
         background.append(self_managed.run)
 
-    server = HttpsServer(
-        build_app(cache, config.settings, metrics, max_body_bytes=config.max_body_bytes),
-        reloader.context,
-        host=config.host,
-        port=config.port,
+    app = build_app(
+        cache,
+        config.settings,
+        metrics,
+        max_body_bytes=config.max_body_bytes,
+        body_timeout=config.limits.body_timeout,
     )
+    server = HttpsServer(app, reloader.context, host=config.host, port=config.port, limits=config.limits)
     try:
         # Bound before the background tasks start, so a port in use is a plain OSError (exit 1).
         await ops.start()

@@ -15,6 +15,7 @@ counted in the metrics by path and result.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -26,8 +27,11 @@ from aiohttp import web
 from kube.logs import log_fields
 from tfjob.settings import Settings
 from webhook.admission import admit_pod, admit_tfjob
+from webhook.bounds import TooDeep, check_depth, clip, operation_label
 from webhook.cache import JobLookup
+from webhook.connections import DEFAULT_BODY_TIMEOUT, status_body
 from webhook.metrics import WebhookMetrics
+from webhook.quietlog import LogBudget
 from webhook.review import (
     AdmissionRequest,
     Decision,
@@ -39,6 +43,8 @@ from webhook.review import (
 from webhook.tfconfig_memo import TFConfigMemo
 
 logger = logging.getLogger(__name__)
+# Denial messages may quote whole values of the object (validation errors): logs keep this much.
+MAX_LOGGED_MESSAGE = 512
 
 MUTATE_PODS_PATH: Final = "/mutate-pods"
 VALIDATE_TFJOBS_PATH: Final = "/validate-tfjobs"
@@ -55,6 +61,7 @@ def build_app(
     metrics: WebhookMetrics,
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> web.Application:
     app = web.Application(client_max_size=max_body_bytes)
 
@@ -63,25 +70,32 @@ def build_app(
     async def decide_pod(request: AdmissionRequest) -> Decision:
         return await admit_pod(request, jobs, settings, tf_configs)
 
-    app.router.add_post(MUTATE_PODS_PATH, _endpoint(MUTATE_PODS_PATH, decide_pod, metrics))
-    app.router.add_post(VALIDATE_TFJOBS_PATH, _endpoint(VALIDATE_TFJOBS_PATH, admit_tfjob, metrics))
+    client_errors = LogBudget()
+    for path, decide in ((MUTATE_PODS_PATH, decide_pod), (VALIDATE_TFJOBS_PATH, admit_tfjob)):
+        app.router.add_post(path, _endpoint(path, decide, metrics, body_timeout, client_errors))
     return app
 
 
 def _endpoint(
-    path: str, decide: Decide, metrics: WebhookMetrics
+    path: str, decide: Decide, metrics: WebhookMetrics, body_timeout: float, client_errors: LogBudget
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     in_flight = metrics.in_flight.labels(path)
+
+    async def answer(http_request: web.Request) -> tuple[web.Response, str]:
+        return await _answer(path, http_request, decide, metrics, body_timeout, client_errors)
 
     async def handle(http_request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         in_flight.inc()
         try:
-            response, result = await _answer(path, http_request, decide, metrics)
+            response, result = await answer(http_request)
         except Exception as exc:
             # Last resort for a defect outside the decision: still an answer with a message.
             logger.exception("could not answer an admission request on %s", path)
-            response, result = _failure(400, "BadRequest", f"could not process the request: {exc}"), "error"
+            response, result = (
+                _failure(400, "BadRequest", f"could not process the request: {clip(str(exc), 200)}"),
+                "error",
+            )
         finally:
             in_flight.dec()
         metrics.observe_request(path, result, time.perf_counter() - started)
@@ -91,79 +105,94 @@ def _endpoint(
 
 
 async def _answer(
-    path: str, http_request: web.Request, decide: Decide, metrics: WebhookMetrics
+    path: str,
+    http_request: web.Request,
+    decide: Decide,
+    metrics: WebhookMetrics,
+    body_timeout: float,
+    client_errors: LogBudget,
 ) -> tuple[web.Response, str]:
     if http_request.content_type != JSON_CONTENT_TYPE:
         return _failure(
             415,
             "UnsupportedMediaType",
-            f"expected Content-Type {JSON_CONTENT_TYPE}, got {http_request.content_type or 'none'}",
+            f"expected Content-Type {JSON_CONTENT_TYPE}, got {clip(http_request.content_type or 'none')}",
         ), "unsupported_media_type"
     try:
-        body = await http_request.read()
+        async with asyncio.timeout(body_timeout):
+            body = await http_request.read()
     except web.HTTPRequestEntityTooLarge as exc:
         return _failure(413, "RequestEntityTooLarge", exc.text or "request body too large"), "too_large"
+    except TimeoutError:
+        client_errors.log(
+            logger, logging.INFO, "request body on %s not received within %gs", path, body_timeout
+        )
+        response = _failure(408, "Timeout", f"request body not received within {body_timeout:g}s")
+        response.force_close()  # the rest of the body is still on its way
+        return response, "timeout"
     try:
         document = orjson.loads(body)
+        check_depth(document, body)
         review = parse_review(document)
     except (ValueError, RecursionError) as exc:
-        message = str(exc) if isinstance(exc, MalformedReview) else f"the body is not valid JSON: {exc}"
-        logger.info("rejected a malformed admission request on %s: %s", path, message)
+        message = (
+            str(exc) if isinstance(exc, MalformedReview | TooDeep) else f"the body is not valid JSON: {exc}"
+        )
+        client_errors.log(
+            logger, logging.INFO, "rejected a malformed admission request on %s: %s", path, clip(message, 200)
+        )
         return _failure(400, "BadRequest", message), "bad_request"
 
+    operation = operation_label(review.operation)
     with log_fields(
-        uid=review.uid, operation=review.operation, namespace=review.namespace, dry_run=review.dry_run
+        uid=clip(review.uid),
+        operation=clip(review.operation),
+        namespace=clip(review.namespace),
+        dry_run=review.dry_run,
     ):
         try:
             decision = await decide(review)
         except Exception as exc:
             logger.exception("admission failed on %s", path)
             decision = deny(
-                "internal-error", 500, f"tfgang webhook internal error: {type(exc).__name__}: {exc}"
+                "internal-error",
+                500,
+                f"tfgang webhook internal error: {type(exc).__name__}: {clip(str(exc), 200)}",
             )
         try:
-            _log_decision(path, review, decision)
+            _log_decision(path, review, decision, client_errors)
         except Exception:
             logger.exception("could not log the admission decision")
-    metrics.count_decision(path, review.operation or "none", decision.allowed, decision.reason)
+    metrics.count_decision(path, operation, decision.allowed, decision.reason)
     payload = build_response(review, decision)
     return web.Response(body=_dumps(payload), content_type=JSON_CONTENT_TYPE), (
         "allowed" if decision.allowed else "denied"
     )
 
 
-def _log_decision(path: str, review: AdmissionRequest, decision: Decision) -> None:
+def _log_decision(path: str, review: AdmissionRequest, decision: Decision, client_errors: LogBudget) -> None:
     level = logging.INFO if (not decision.allowed or decision.warnings) else logging.DEBUG
     if not logger.isEnabledFor(level):
         return
-    logger.log(
-        level,
-        "%s %s %s: %s",
-        path,
-        review.operation,
-        review.kind.kind,
-        "allowed" if decision.allowed else f"denied ({decision.code}): {decision.message}",
-        extra={
-            "kind": review.kind.kind,
-            "object_name": review.name,
-            "allowed": decision.allowed,
-            "reason": decision.reason,
-            "patch_operations": len(decision.patch),
-            "warnings": list(decision.warnings),
-        },
-    )
+    outcome = "allowed" if decision.allowed else f"denied ({decision.code}): {decision.message}"
+    arguments = (path, clip(review.operation), clip(review.kind.kind), clip(outcome, MAX_LOGGED_MESSAGE))
+    extra = {
+        "kind": clip(review.kind.kind),
+        "object_name": clip(review.name),
+        "allowed": decision.allowed,
+        "reason": decision.reason,
+        "patch_operations": len(decision.patch),
+        "warnings": [clip(warning, 200) for warning in decision.warnings],
+    }
+    if decision.code == 400:
+        # A malformed review is the caller's mistake, and anyone can send many.
+        client_errors.log(logger, level, "%s %s %s: %s", *arguments, extra=extra)
+    else:
+        logger.log(level, "%s %s %s: %s", *arguments, extra=extra)
 
 
 def _failure(code: int, reason: str, message: str) -> web.Response:
-    status = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    return web.Response(status=code, body=_dumps(status), content_type=JSON_CONTENT_TYPE)
+    return web.Response(status=code, body=status_body(code, reason, message), content_type=JSON_CONTENT_TYPE)
 
 
 def _dumps(document: Any) -> bytes:

@@ -17,6 +17,7 @@ from certs.expiry import DEFAULT_RENEW_BEFORE
 from tfjob.constants import VOLCANO_SCHEDULER_NAME
 from tfjob.settings import Settings
 from webhook.app import DEFAULT_MAX_BODY_BYTES
+from webhook.connections import ConnectionLimits
 
 ENV_PREFIX = "TFGANG_"
 DEFAULT_CERT_SECRET = "tfgang-webhook-certs"
@@ -50,6 +51,7 @@ class WebhookConfig:
     shutdown_delay: float = 0.0
     log_level: str = "INFO"
     self_managed: SelfManagedSettings | None = None
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +80,42 @@ def build_parser() -> argparse.ArgumentParser:
     add("--api-timeout", type=float, default=3.0, help="seconds for a TFJob GET on a cache miss")
     add("--shutdown-delay", type=float, default=0.0, help="seconds to stay up unready after SIGTERM")
     add("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    limits = ConnectionLimits()
+    group = parser.add_argument_group("connections (bounds on what any caller can hold)")
+    group.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=limits.idle_timeout,
+        help="seconds a connection may stay without a request (keep above the API server's 90 s)",
+    )
+    group.add_argument(
+        "--header-timeout",
+        type=float,
+        default=limits.header_timeout,
+        help="seconds to receive a request's headers once it has begun",
+    )
+    group.add_argument(
+        "--body-timeout", type=float, default=limits.body_timeout, help="seconds to receive a request body"
+    )
+    group.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=limits.handshake_timeout,
+        help="seconds for a TLS handshake",
+    )
+    group.add_argument(
+        "--max-connections",
+        type=int,
+        default=limits.max_connections,
+        help="connections served at once; more wait in the listen backlog",
+    )
+    group.add_argument(
+        "--max-header-bytes",
+        type=int,
+        default=limits.max_header_bytes,
+        help="longest request line or header field",
+    )
+    group.add_argument("--max-headers", type=int, default=limits.max_headers, help="most header fields")
     group = parser.add_argument_group("self-managed certificates")
     group.add_argument(
         "--self-managed", action="store_true", default=False, help="manage the certificate Secret"
@@ -128,6 +166,13 @@ def parse_config(
         parser.error(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     if args.max_body_bytes < 1024:
         parser.error("--max-body-bytes must be at least 1024")
+    for flag in ("idle_timeout", "header_timeout", "body_timeout", "handshake_timeout"):
+        if not getattr(args, flag) > 0:
+            parser.error(f"--{flag.replace('_', '-')} must be a positive number of seconds")
+    if args.max_connections < 1:
+        parser.error("--max-connections must be at least 1")
+    if args.max_header_bytes < 1024 or args.max_headers < 16:
+        parser.error("--max-header-bytes must be at least 1024 and --max-headers at least 16")
     self_managed = None
     if args.self_managed or args.cert_secret:
         namespace = args.cert_secret_namespace or environ.get("POD_NAMESPACE") or args.namespace
@@ -156,6 +201,15 @@ def parse_config(
         shutdown_delay=args.shutdown_delay,
         log_level=args.log_level.upper(),
         self_managed=self_managed,
+        limits=ConnectionLimits(
+            idle_timeout=args.idle_timeout,
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
+            handshake_timeout=args.handshake_timeout,
+            max_connections=args.max_connections,
+            max_header_bytes=args.max_header_bytes,
+            max_headers=args.max_headers,
+        ),
     )
 
 

@@ -20,6 +20,16 @@ another operator (PyTorchJob pods carry the same job-name label), or one whose T
 manager in ``runPolicy.managedBy`` (``tfjob.managedby``) is allowed unchanged. A pod whose
 TFJob does not exist, whose replica type or index is not in the job, or that has no
 ``tensorflow`` container is denied (403) with a message saying which.
+
+Only the TFJob's own pods are mutated: the pod's controller ownerReference must be the TFJob
+(``kubeflow.org/v1``, kind ``TFJob``, the job-name label's name, and the cached job's uid).
+Anything else that merely carries the labels is allowed unchanged with a warning, so a stray pod
+never gets another job's TF_CONFIG or joins its gang. The name is checked before the lookup, the
+uid after it.
+
+Label values and the namespace Kubernetes itself would reject (too long, wrong characters) are
+denied (400) before any lookup, so no request can make the cache or the API server look up
+megabyte keys; echoed values are clipped.
 """
 
 from __future__ import annotations
@@ -31,8 +41,10 @@ from typing import Final
 from kube.patches import escape_json_pointer
 from kubeobjects.meta import Meta, mapping, sequence, text
 from tfjob.constants import (
+    API_VERSION,
     CONTAINER_NAME,
     CONTROLLER_NAME,
+    KIND,
     LABEL_JOB_NAME,
     LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
@@ -46,6 +58,7 @@ from tfjob.pods import gang_marks
 from tfjob.settings import Settings
 from tfjob.tfconfig import tf_config
 from tfjob.wire import TFJob
+from webhook.bounds import invalid_value, quoted
 from webhook.review import AdmissionRequest, Decision, JSONObject, allow, deny
 from webhook.tfconfig_memo import TFConfigMemo
 
@@ -58,11 +71,14 @@ REASON_NO_TFJOB: Final = "tfjob-not-found"
 REASON_BAD_REPLICA: Final = "replica-not-in-job"
 REASON_NO_CONTAINER: Final = "no-tensorflow-container"
 REASON_LOOKUP_FAILED: Final = "tfjob-lookup-failed"
+REASON_NOT_CONTROLLED: Final = "not-controlled-by-tfjob"
 
 DENIED: Final = 403
 USER_TF_CONFIG_WARNING: Final = (
     'container "tensorflow" already sets TF_CONFIG: kept the pod\'s value, not the one tfgang computed'
 )
+# Kubernetes recommends warnings of at most 120 characters.
+MAX_WARNING: Final = 120
 
 
 @dataclass(frozen=True)
@@ -93,7 +109,50 @@ def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
     namespace = request.namespace or text(meta.raw.get("namespace"))
     if not namespace:
         return deny(REASON_MALFORMED, 400, "the review names no namespace for the pod")
+    invalid = _invalid_value(namespace, meta)
+    if invalid is not None:
+        return deny(REASON_MALFORMED, 400, invalid)
+    if not _controller_named(meta, job_name):
+        return _not_controlled(namespace, job_name)
     return PodTarget(namespace=namespace, job_name=job_name, pod=pod)
+
+
+def _invalid_value(namespace: str, meta: Meta) -> str | None:
+    """What Kubernetes would reject in the values used for the lookup and the mutation.
+
+    The namespace and job name are lookup keys: checked fully. The replica labels only need a
+    bounded length here (an index of thousands of digits is beyond ``int``'s conversion limit);
+    other bad values keep their own 403 messages in ``mutate_pod``."""
+    checks = (
+        ("namespace", namespace, "namespace", True),
+        (f"metadata.labels {LABEL_JOB_NAME}", meta.label(LABEL_JOB_NAME), "label", True),
+        (f"metadata.labels {LABEL_REPLICA_TYPE}", meta.label(LABEL_REPLICA_TYPE), "label", False),
+        (f"metadata.labels {LABEL_REPLICA_INDEX}", meta.label(LABEL_REPLICA_INDEX), "label", False),
+    )
+    for field, value, kind, fully in checks:
+        if value is None:
+            continue
+        error = invalid_value(value, kind, fully=fully)
+        if error is not None:
+            return f"{field}: Invalid value: {quoted(value)}: {error}"
+    return None
+
+
+def _controller_named(meta: Meta, job_name: str) -> bool:
+    owner = meta.controller
+    return (
+        owner is not None
+        and owner.get("apiVersion") == API_VERSION
+        and owner.get("kind") == KIND
+        and owner.get("name") == job_name
+    )
+
+
+def _not_controlled(namespace: str, job_name: str) -> Decision:
+    warning = f"pod not controlled by TFJob {namespace}/{job_name}: left unchanged, no TF_CONFIG"
+    if len(warning) > MAX_WARNING:
+        warning = warning[: MAX_WARNING - 3] + "..."
+    return allow(REASON_NOT_CONTROLLED, warnings=[warning])
 
 
 def mutate_pod(
@@ -113,6 +172,8 @@ def mutate_pod(
     facts = read_facts(job) if tf_configs is None else tf_configs.facts(job)
     pod = target.pod
     meta = Meta(pod)
+    if not meta.controller_uid or meta.controller_uid != Meta(job).uid:
+        return _not_controlled(target.namespace, target.job_name)
     labels = meta.labels
     type_label = labels.get(LABEL_REPLICA_TYPE)
     replica = facts.replica_for_label(type_label) if isinstance(type_label, str) else None
@@ -197,4 +258,4 @@ def _set_entries(patch: list[JSONObject], path: str, current: object, wanted: Ma
 
 
 def _quote(value: object) -> str:
-    return f'"{value}"' if isinstance(value, str) else "none"
+    return quoted(value) if isinstance(value, str) else "none"

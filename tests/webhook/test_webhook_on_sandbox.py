@@ -208,9 +208,10 @@ async def test_self_managed_webhook_serves_the_sandbox(sandbox: Any, tmp_path: P
                 assert "must have at least one container with name tensorflow" in str(denial.value)
 
                 # ... and the mutating webhook on the seed's PS pod.
-                await api.create(TFJOBS, job, "default")
+                stored = await api.create(TFJOBS, job, "default")
                 pod = copy.deepcopy(SEED.review["request"]["object"])
-                pod["metadata"].pop("ownerReferences")
+                # Only the TFJob's own pods are mutated: the owner is the job just created.
+                pod["metadata"]["ownerReferences"][0]["uid"] = stored["metadata"]["uid"]
                 pod["spec"].pop("volumes")
                 pod["spec"]["containers"][0].pop("volumeMounts")
                 created = await api.create(PODS, pod, "default")

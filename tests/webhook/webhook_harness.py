@@ -23,6 +23,7 @@ from certs.serving import ServingCertificate, issue_serving_certificate
 from tfjob.settings import Settings
 from webhook.app import DEFAULT_MAX_BODY_BYTES, build_app
 from webhook.cache import JobLookup, StaticJobs
+from webhook.connections import ConnectionLimits
 from webhook.metrics import WebhookMetrics
 from webhook.server import HttpsServer
 from webhook.tls import CertificateReloader
@@ -60,14 +61,22 @@ async def running_webhook(
     settings: Settings | None = None,
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    limits: ConnectionLimits | None = None,
 ) -> AsyncIterator[RunningWebhook]:
     lookup = StaticJobs(list(jobs)) if isinstance(jobs, list | tuple) else jobs
     reloader = CertificateReloader(cert_dir)
     if not reloader.reload_if_changed():
         raise RuntimeError(f"no certificate in {cert_dir}")
     registry = CollectorRegistry()
-    app = build_app(lookup, settings or Settings(), WebhookMetrics(registry), max_body_bytes=max_body_bytes)
-    server = HttpsServer(app, reloader.context, host="127.0.0.1", port=0)
+    limits = limits or ConnectionLimits()
+    app = build_app(
+        lookup,
+        settings or Settings(),
+        WebhookMetrics(registry),
+        max_body_bytes=max_body_bytes,
+        body_timeout=limits.body_timeout,
+    )
+    server = HttpsServer(app, reloader.context, host="127.0.0.1", port=0, limits=limits)
     await server.start()
     try:
         yield RunningWebhook(server.port, reloader, registry)
