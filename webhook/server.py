@@ -125,6 +125,9 @@ class HttpsServer:
         handed_over = False
         try:
             connection.setblocking(False)
+            # Answers are written in pieces (head, body): without this, Nagle's algorithm holds the
+            # last piece until the client's delayed ACK, ~40 ms per keep-alive request.
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if await _refused_old_tls(connection, self._limits.handshake_timeout):
                 return
             assert self._runner is not None and self._runner.server is not None

@@ -14,6 +14,7 @@ from controller.config import build_parser as build_controller_parser
 from controller.config import parse_config as parse_controller_config
 from webhook.config import build_parser as build_webhook_parser
 from webhook.config import parse_config as parse_webhook_config
+from webhook.connections import ConnectionLimits
 
 from .render import find_object, render_chart
 from .scenarios import SCENARIOS
@@ -87,3 +88,33 @@ def test_cluster_domain_reaches_both_components() -> None:
     webhook = parse_webhook_config([], container_environment(objects, "tfgang-webhook"))
     controller = parse_controller_config([], container_environment(objects, "tfgang-controller"))
     assert webhook.settings.cluster_domain == controller.settings.cluster_domain == "cluster.local"
+
+
+def test_webhook_connection_limits_reach_the_webhook() -> None:
+    defaults = parse_webhook_config([], container_environment(render_chart({}, NAMESPACE), "tfgang-webhook"))
+    assert defaults.limits == ConnectionLimits()
+    values = {
+        "webhook": {
+            "connections": {
+                "idleTimeoutSeconds": 300,
+                "headerTimeoutSeconds": 3,
+                "bodyTimeoutSeconds": 4.5,
+                "handshakeTimeoutSeconds": 6,
+                "maxConnections": 50,
+                "maxHeaderBytes": 4096,
+                "maxHeaders": 32,
+            }
+        }
+    }
+    config = parse_webhook_config(
+        [], container_environment(render_chart(values, NAMESPACE), "tfgang-webhook")
+    )
+    assert config.limits == ConnectionLimits(
+        idle_timeout=300.0,
+        header_timeout=3.0,
+        body_timeout=4.5,
+        handshake_timeout=6.0,
+        max_connections=50,
+        max_header_bytes=4096,
+        max_headers=32,
+    )

@@ -44,6 +44,12 @@ BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "empty repository": ({"image": {"repository": ""}}, "repository"),
     "unknown log level": ({"logLevel": "TRACE"}, "logLevel"),
     "negative QPS": ({"controller": {"kubeApiQps": 0}}, "kubeApiQps"),
+    "zero header timeout": (
+        {"webhook": {"connections": {"headerTimeoutSeconds": 0}}},
+        "headerTimeoutSeconds",
+    ),
+    "no connections at all": ({"webhook": {"connections": {"maxConnections": 0}}}, "maxConnections"),
+    "typo in connections": ({"webhook": {"connections": {"idleTimeout": 5}}}, "idleTimeout"),
 }
 
 
