@@ -86,6 +86,7 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
         metrics,
         max_body_bytes=config.max_body_bytes,
         body_timeout=config.limits.body_timeout,
+        max_inflight_body_bytes=config.limits.max_inflight_body_bytes,
     )
     server = HttpsServer(app, reloader.context, host=config.host, port=config.port, limits=config.limits)
     try:

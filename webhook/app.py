@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
@@ -29,7 +30,12 @@ from tfjob.settings import Settings
 from webhook.admission import admit_pod, admit_tfjob
 from webhook.bounds import TooDeep, check_depth, clip, operation_label
 from webhook.cache import JobLookup
-from webhook.connections import DEFAULT_BODY_TIMEOUT, status_body
+from webhook.connections import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_INFLIGHT_BODY_BYTES,
+    BodyBudget,
+    status_body,
+)
 from webhook.metrics import WebhookMetrics
 from webhook.quietlog import LogBudget
 from webhook.review import (
@@ -55,6 +61,16 @@ JSON_CONTENT_TYPE: Final = "application/json"
 Decide = Callable[[AdmissionRequest], Awaitable[Decision]]
 
 
+@dataclass(frozen=True)
+class _Intake:
+    """How request bodies are read: the limits, and the budgets shared by both endpoints."""
+
+    max_bytes: int
+    timeout: float
+    bodies: BodyBudget
+    client_errors: LogBudget
+
+
 def build_app(
     jobs: JobLookup,
     settings: Settings,
@@ -62,6 +78,7 @@ def build_app(
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    max_inflight_body_bytes: int = DEFAULT_MAX_INFLIGHT_BODY_BYTES,
 ) -> web.Application:
     app = web.Application(client_max_size=max_body_bytes)
 
@@ -70,25 +87,22 @@ def build_app(
     async def decide_pod(request: AdmissionRequest) -> Decision:
         return await admit_pod(request, jobs, settings, tf_configs)
 
-    client_errors = LogBudget()
+    intake = _Intake(max_body_bytes, body_timeout, BodyBudget(max_inflight_body_bytes), LogBudget())
     for path, decide in ((MUTATE_PODS_PATH, decide_pod), (VALIDATE_TFJOBS_PATH, admit_tfjob)):
-        app.router.add_post(path, _endpoint(path, decide, metrics, body_timeout, client_errors))
+        app.router.add_post(path, _endpoint(path, decide, metrics, intake))
     return app
 
 
 def _endpoint(
-    path: str, decide: Decide, metrics: WebhookMetrics, body_timeout: float, client_errors: LogBudget
+    path: str, decide: Decide, metrics: WebhookMetrics, intake: _Intake
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     in_flight = metrics.in_flight.labels(path)
-
-    async def answer(http_request: web.Request) -> tuple[web.Response, str]:
-        return await _answer(path, http_request, decide, metrics, body_timeout, client_errors)
 
     async def handle(http_request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         in_flight.inc()
         try:
-            response, result = await answer(http_request)
+            response, result = await _answer(path, http_request, decide, metrics, intake)
         except Exception as exc:
             # Last resort for a defect outside the decision: still an answer with a message.
             logger.exception("could not answer an admission request on %s", path)
@@ -104,13 +118,42 @@ def _endpoint(
     return handle
 
 
+async def _read_body(
+    path: str, http_request: web.Request, intake: _Intake
+) -> bytes | tuple[web.Response, str]:
+    """The body, or the answer when it cannot be had: too large, unreadable or too slow."""
+    declared = http_request.content_length
+    if declared is not None and declared > intake.max_bytes:
+        # Known before reading a byte (aiohttp would read up to the limit first).
+        response = _failure(
+            413, "RequestEntityTooLarge", f"the request body of {declared} bytes exceeds {intake.max_bytes}"
+        )
+        response.force_close()
+        return response, "too_large"
+    try:
+        async with (
+            asyncio.timeout(intake.timeout),
+            intake.bodies.reserve(intake.max_bytes if declared is None else declared),
+        ):
+            return await http_request.read()
+    except web.HTTPRequestEntityTooLarge as exc:
+        return _failure(413, "RequestEntityTooLarge", exc.text or "request body too large"), "too_large"
+    except web.RequestPayloadError as exc:
+        message = f"could not read the request body: {clip(str(exc), 200)}"
+        intake.client_errors.log(logger, logging.INFO, "%s: %s", path, message)
+        response = _failure(400, "BadRequest", message)
+        response.force_close()
+        return response, "bad_request"
+    except TimeoutError:
+        message = f"request body not received within {intake.timeout:g}s"
+        intake.client_errors.log(logger, logging.INFO, "%s: %s", path, message)
+        response = _failure(408, "Timeout", message)
+        response.force_close()  # the rest of the body is still on its way
+        return response, "timeout"
+
+
 async def _answer(
-    path: str,
-    http_request: web.Request,
-    decide: Decide,
-    metrics: WebhookMetrics,
-    body_timeout: float,
-    client_errors: LogBudget,
+    path: str, http_request: web.Request, decide: Decide, metrics: WebhookMetrics, intake: _Intake
 ) -> tuple[web.Response, str]:
     if http_request.content_type != JSON_CONTENT_TYPE:
         return _failure(
@@ -118,18 +161,9 @@ async def _answer(
             "UnsupportedMediaType",
             f"expected Content-Type {JSON_CONTENT_TYPE}, got {clip(http_request.content_type or 'none')}",
         ), "unsupported_media_type"
-    try:
-        async with asyncio.timeout(body_timeout):
-            body = await http_request.read()
-    except web.HTTPRequestEntityTooLarge as exc:
-        return _failure(413, "RequestEntityTooLarge", exc.text or "request body too large"), "too_large"
-    except TimeoutError:
-        client_errors.log(
-            logger, logging.INFO, "request body on %s not received within %gs", path, body_timeout
-        )
-        response = _failure(408, "Timeout", f"request body not received within {body_timeout:g}s")
-        response.force_close()  # the rest of the body is still on its way
-        return response, "timeout"
+    body = await _read_body(path, http_request, intake)
+    if isinstance(body, tuple):
+        return body
     try:
         document = orjson.loads(body)
         check_depth(document, body)
@@ -138,7 +172,7 @@ async def _answer(
         message = (
             str(exc) if isinstance(exc, MalformedReview | TooDeep) else f"the body is not valid JSON: {exc}"
         )
-        client_errors.log(
+        intake.client_errors.log(
             logger, logging.INFO, "rejected a malformed admission request on %s: %s", path, clip(message, 200)
         )
         return _failure(400, "BadRequest", message), "bad_request"
@@ -160,7 +194,7 @@ async def _answer(
                 f"tfgang webhook internal error: {type(exc).__name__}: {clip(str(exc), 200)}",
             )
         try:
-            _log_decision(path, review, decision, client_errors)
+            _log_decision(path, review, decision, intake.client_errors)
         except Exception:
             logger.exception("could not log the admission decision")
     metrics.count_decision(path, operation, decision.allowed, decision.reason)

@@ -23,6 +23,17 @@ ENV_PREFIX = "TFGANG_"
 DEFAULT_CERT_SECRET = "tfgang-webhook-certs"
 DEFAULT_SERVICE_NAME = "tfgang-webhook"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Flags named after the ConnectionLimits fields they set (their defaults and types come from it).
+_LIMIT_FLAGS = {
+    "idle-timeout": "seconds a connection may stay without a request (keep above the API server's 90 s)",
+    "header-timeout": "seconds to receive a request's headers once it has begun",
+    "body-timeout": "seconds to receive a request body",
+    "handshake-timeout": "seconds for a TLS handshake",
+    "max-connections": "connections served at once; more wait in the listen backlog",
+    "max-header-bytes": "longest request line or header field",
+    "max-headers": "most header fields",
+    "max-inflight-body-bytes": "request body bytes read at once, all connections together",
+}
 
 
 @dataclass(frozen=True)
@@ -80,42 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--api-timeout", type=float, default=3.0, help="seconds for a TFJob GET on a cache miss")
     add("--shutdown-delay", type=float, default=0.0, help="seconds to stay up unready after SIGTERM")
     add("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
-    limits = ConnectionLimits()
     group = parser.add_argument_group("connections (bounds on what any caller can hold)")
-    group.add_argument(
-        "--idle-timeout",
-        type=float,
-        default=limits.idle_timeout,
-        help="seconds a connection may stay without a request (keep above the API server's 90 s)",
-    )
-    group.add_argument(
-        "--header-timeout",
-        type=float,
-        default=limits.header_timeout,
-        help="seconds to receive a request's headers once it has begun",
-    )
-    group.add_argument(
-        "--body-timeout", type=float, default=limits.body_timeout, help="seconds to receive a request body"
-    )
-    group.add_argument(
-        "--handshake-timeout",
-        type=float,
-        default=limits.handshake_timeout,
-        help="seconds for a TLS handshake",
-    )
-    group.add_argument(
-        "--max-connections",
-        type=int,
-        default=limits.max_connections,
-        help="connections served at once; more wait in the listen backlog",
-    )
-    group.add_argument(
-        "--max-header-bytes",
-        type=int,
-        default=limits.max_header_bytes,
-        help="longest request line or header field",
-    )
-    group.add_argument("--max-headers", type=int, default=limits.max_headers, help="most header fields")
+    for flag, help_text in _LIMIT_FLAGS.items():
+        default = getattr(ConnectionLimits(), flag.replace("-", "_"))
+        group.add_argument(f"--{flag}", type=type(default), default=default, help=help_text)
     group = parser.add_argument_group("self-managed certificates")
     group.add_argument(
         "--self-managed", action="store_true", default=False, help="manage the certificate Secret"
@@ -171,6 +150,8 @@ def parse_config(
             parser.error(f"--{flag.replace('_', '-')} must be a positive number of seconds")
     if args.max_connections < 1:
         parser.error("--max-connections must be at least 1")
+    if args.max_inflight_body_bytes < args.max_body_bytes:
+        parser.error("--max-inflight-body-bytes must be at least --max-body-bytes")
     if args.max_header_bytes < 1024 or args.max_headers < 16:
         parser.error("--max-header-bytes must be at least 1024 and --max-headers at least 16")
     self_managed = None
@@ -202,13 +183,7 @@ def parse_config(
         log_level=args.log_level.upper(),
         self_managed=self_managed,
         limits=ConnectionLimits(
-            idle_timeout=args.idle_timeout,
-            header_timeout=args.header_timeout,
-            body_timeout=args.body_timeout,
-            handshake_timeout=args.handshake_timeout,
-            max_connections=args.max_connections,
-            max_header_bytes=args.max_header_bytes,
-            max_headers=args.max_headers,
+            **{flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag in _LIMIT_FLAGS}
         ),
     )
 

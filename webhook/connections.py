@@ -19,13 +19,15 @@ deadline in ``server`` (the accept loop).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 from aiohttp import web_protocol, web_request, web_response, web_server
+from aiohttp.http_exceptions import HttpProcessingError
 
 from webhook.bounds import clip
 from webhook.quietlog import LogBudget
@@ -43,6 +45,8 @@ DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
 DEFAULT_MAX_CONNECTIONS: Final = 200
 DEFAULT_MAX_HEADER_BYTES: Final = 8190
 DEFAULT_MAX_HEADERS: Final = 64
+# Bodies being read at once: four of the largest (4 MiB), or thousands of ordinary reviews.
+DEFAULT_MAX_INFLIGHT_BODY_BYTES: Final = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class ConnectionLimits:
     # One header line (request line or field) at most this long; at most max_headers fields.
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     max_headers: int = DEFAULT_MAX_HEADERS
+    max_inflight_body_bytes: int = DEFAULT_MAX_INFLIGHT_BODY_BYTES
 
 
 def status_body(code: int, reason: str, message: str) -> bytes:
@@ -135,7 +140,15 @@ class GuardedRequestHandler(web_protocol.RequestHandler):
             + body
         )
         self.force_close()
-        self.transport.close()
+
+    def log_exception(self, *args: Any, **kwargs: Any) -> None:
+        error = kwargs.get("exc_info")
+        if isinstance(error, web_protocol.RequestPayloadError | HttpProcessingError):
+            # A body the client broke (bad Content-Encoding, truncated chunks) found again while
+            # aiohttp drains it after the answer: the client's mistake, already answered.
+            _client_errors.log(logger, logging.INFO, "unreadable request body: %s", clip(str(error), 200))
+            return
+        super().log_exception(*args, **kwargs)
 
     def handle_error(
         self,
@@ -158,3 +171,30 @@ class GuardedRequestHandler(web_protocol.RequestHandler):
         )
         response.force_close()
         return response
+
+
+class BodyBudget:
+    """Bytes of request bodies being read at once, across all connections.
+
+    A body is read whole and then decoded (several times its size in Python objects), so the
+    number of large bodies in flight, not their count per connection, is what memory depends on.
+    A request reserves its declared length (the body limit when it declares none) and waits, within
+    its body deadline, while others hold the budget; ordinary reviews (a few KiB) barely touch it."""
+
+    def __init__(self, total: int) -> None:
+        self._total = total
+        self._free = total
+        self._released = asyncio.Condition()
+
+    @contextlib.asynccontextmanager
+    async def reserve(self, size: int) -> AsyncIterator[None]:
+        size = min(size, self._total)
+        async with self._released:
+            await self._released.wait_for(lambda: self._free >= size)
+            self._free -= size
+        try:
+            yield
+        finally:
+            async with self._released:
+                self._free += size
+                self._released.notify_all()

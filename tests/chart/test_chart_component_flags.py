@@ -103,6 +103,7 @@ def test_webhook_connection_limits_reach_the_webhook() -> None:
                 "maxConnections": 50,
                 "maxHeaderBytes": 4096,
                 "maxHeaders": 32,
+                "maxInflightBodyBytes": 64 * 1024 * 1024,
             }
         }
     }
@@ -117,4 +118,5 @@ def test_webhook_connection_limits_reach_the_webhook() -> None:
         max_connections=50,
         max_header_bytes=4096,
         max_headers=32,
+        max_inflight_body_bytes=64 * 1024 * 1024,
     )

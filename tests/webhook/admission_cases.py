@@ -64,3 +64,15 @@ def load_cases(prefix: str = "") -> list[AdmissionCase]:
             )
         )
     return cases
+
+
+def json_paths(document: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into a JSON document (keys and list indexes), the document's own included."""
+    found = [prefix]
+    if isinstance(document, dict):
+        for key, value in document.items():
+            found += json_paths(value, (*prefix, key))
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            found += json_paths(value, (*prefix, index))
+    return found

@@ -7,6 +7,7 @@ answers) within a generous multiple of them, never how fast it does.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import socket
 import ssl
@@ -18,7 +19,7 @@ import pytest
 from certs.authority import CertificateAuthority
 from tests.webhook.admission_cases import load_cases
 from tests.webhook.webhook_harness import client_context, make_cert_dir, running_webhook
-from webhook.connections import ConnectionLimits
+from webhook.connections import BodyBudget, ConnectionLimits
 
 SEED = load_cases("mutate-seed-ps-0")[0]
 BODY = json.dumps(SEED.review).encode()
@@ -190,3 +191,68 @@ async def test_tls_1_2_and_1_3_are_served(ca: CertificateAuthority, tmp_path: Pa
             assert await _answer(reader, writer) == 200
             assert writer.get_extra_info("ssl_object").version() == version.name.replace("_", ".")
             writer.close()
+
+
+async def test_large_bodies_in_flight_share_one_budget() -> None:
+    budget = BodyBudget(10)
+    order: list[str] = []
+
+    async def read(name: str, size: int, hold: float) -> None:
+        async with budget.reserve(size):
+            order.append(f"{name} in")
+            await asyncio.sleep(hold)
+            order.append(f"{name} out")
+
+    first = asyncio.create_task(read("big", 8, 0.2))
+    await asyncio.sleep(0)
+    # 8 of 10 held: a body of 5 waits, one of 2 goes ahead; a body over the budget takes it all.
+    await asyncio.gather(read("medium", 5, 0), read("small", 2, 0), read("huge", 50, 0), first)
+    assert order.index("small in") < order.index("big out") < order.index("medium in")
+    assert order.index("big out") < order.index("huge in")
+
+
+async def test_a_review_waits_for_the_body_budget_and_passes_once_a_slow_upload_is_cut_off(
+    ca: CertificateAuthority, tmp_path: Path
+) -> None:
+    # One slow 4 MiB upload holds the whole budget: an ordinary review waits for it; the upload is
+    # cut off at its body deadline, and the review (which came later) is answered after that.
+    limits = ConnectionLimits(body_timeout=1.0, max_inflight_body_bytes=4 * 1024 * 1024)
+    async with running_webhook(tmp_path, SEED.tfjobs, limits=limits) as webhook:
+        hog_reader, hog_writer = await _open(ca, webhook.port)
+        hog_writer.write(
+            b"POST /mutate-pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 4194304\r\n\r\n["
+        )
+        await asyncio.sleep(0.3)
+        reader, writer = await _open(ca, webhook.port)
+        sent = asyncio.get_running_loop().time()
+        hog_answer, status = await asyncio.gather(_read_until_closed(hog_reader), _answer(reader, writer))
+        waited = asyncio.get_running_loop().time() - sent
+        for stream in (hog_writer, writer):
+            stream.close()
+    assert hog_answer.startswith(b"HTTP/1.1 408")
+    assert status == 200
+    # It could only be read once the upload's deadline (1 s after it began) had passed.
+    assert waited >= 0.5
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+async def test_an_undecodable_content_encoding_is_a_quiet_400(
+    ca: CertificateAuthority, tmp_path: Path, json_log: io.StringIO, encoding: str
+) -> None:
+    async with running_webhook(tmp_path, SEED.tfjobs) as webhook:
+        reader, writer = await _open(ca, webhook.port)
+        garbage = b"\x1f\x8b not compressed at all"
+        writer.write(
+            b"POST /mutate-pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Encoding: {encoding}\r\nContent-Length: {len(garbage)}\r\n\r\n".encode()
+            + garbage
+        )
+        answer = await _read_until_closed(reader)
+        writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400")
+    assert json.loads(body)["message"].startswith("could not read the request body")
+    records = [json.loads(line) for line in json_log.getvalue().splitlines()]
+    assert all(record["level"] not in ("ERROR", "CRITICAL") for record in records), records
+    assert all("exc_info" not in record for record in records), records

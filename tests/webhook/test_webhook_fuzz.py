@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.webhook.admission_cases import load_cases
+from tests.webhook.admission_cases import json_paths, load_cases
 from tests.webhook.webhook_harness import ThreadedWebhook, client_context, make_cert_dir
 
 CASES = load_cases()
@@ -107,23 +107,12 @@ def test_random_bytes(webhook_connection: http.client.HTTPSConnection, raw: byte
     assert 400 <= status < 500 and answer["message"]
 
 
-def _paths(document: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(document, dict):
-        for key, value in document.items():
-            found += _paths(value, (*prefix, key))
-    elif isinstance(document, list):
-        for index, value in enumerate(document):
-            found += _paths(value, (*prefix, index))
-    return found
-
-
 @st.composite
 def damaged_reviews(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     """A fixture review with a few values replaced by random JSON (or removed)."""
     case = draw(st.sampled_from(CASES))
     review = copy.deepcopy(case.review)
-    candidates = [path for path in _paths(review["request"]) if path and path[0] != "uid"]
+    candidates = [path for path in json_paths(review["request"]) if path and path[0] != "uid"]
     for _ in range(draw(st.integers(1, 4))):
         path = draw(st.sampled_from(candidates))
         parent: Any = review["request"]

@@ -10,8 +10,6 @@ import asyncio
 import copy
 import io
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,6 @@ import orjson
 import pytest
 
 from certs.authority import CertificateAuthority
-from kube.logs import configure_json_logging
 from tests.webhook.admission_cases import load_cases
 from tests.webhook.webhook_harness import client_context, make_cert_dir, running_webhook
 from tfjob.wire import TFJob
@@ -46,22 +43,6 @@ class RecordingJobs:
 @pytest.fixture
 def ca(tmp_path: Path) -> CertificateAuthority:
     return make_cert_dir(tmp_path)
-
-
-@pytest.fixture
-def json_log() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    saved_handlers, saved_level = list(root.handlers), root.level
-    stream = io.StringIO()
-    configure_json_logging("DEBUG", stream=stream)
-    try:
-        yield stream
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        for handler in saved_handlers:
-            root.addHandler(handler)
-        root.setLevel(saved_level)
 
 
 def seed_review(**request: Any) -> dict[str, Any]:

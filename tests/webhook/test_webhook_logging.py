@@ -4,32 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from kube.logs import configure_json_logging
 from tests.webhook.admission_cases import load_cases
 from tests.webhook.webhook_harness import client_context, make_cert_dir, running_webhook
-
-
-@pytest.fixture
-def json_log() -> Iterator[io.StringIO]:
-    root = logging.getLogger()
-    saved_handlers, saved_level = list(root.handlers), root.level
-    stream = io.StringIO()
-    configure_json_logging("DEBUG", stream=stream)
-    try:
-        yield stream
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-        for handler in saved_handlers:
-            root.addHandler(handler)
-        root.setLevel(saved_level)
 
 
 @pytest.mark.parametrize(

@@ -75,6 +75,7 @@ async def running_webhook(
         WebhookMetrics(registry),
         max_body_bytes=max_body_bytes,
         body_timeout=limits.body_timeout,
+        max_inflight_body_bytes=limits.max_inflight_body_bytes,
     )
     server = HttpsServer(app, reloader.context, host="127.0.0.1", port=0, limits=limits)
     await server.start()
