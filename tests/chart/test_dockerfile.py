@@ -131,6 +131,23 @@ def _dockerignore_excludes(patterns: list[str], path: str) -> bool:
     return excluded
 
 
+def test_dockerignore_lets_through_everything_the_build_copies(dockerfile: list[Instruction]) -> None:
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    for i in stages(dockerfile)[0]:
+        if i.keyword != "COPY":
+            continue
+        for source in i.arguments.split()[:-1]:
+            if source.startswith("--"):
+                continue
+            path = source.rstrip("/")
+            probe = f"{path}/__init__.py" if (ROOT / path).is_dir() else path
+            assert not _dockerignore_excludes(patterns, probe), f"{source} is copied but ignored"
+
+
 def test_dockerignore_sends_only_the_sources_into_the_build_context() -> None:
     patterns = [
         line.strip()
