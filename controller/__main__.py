@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from controller.config import ControllerConfig, parse_config
 from controller.manager import Controller, LeadershipLost
+from controller.metrics import ControllerMetrics
 from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import ConfigError
@@ -31,8 +32,15 @@ async def serve(config: ControllerConfig, stop: asyncio.Event) -> int:
     except ConfigError as exc:
         logger.error("%s", exc)
         return 2
-    api = KubeApi(client, qps=config.kube_api_qps, burst=config.kube_api_burst, user_agent=CONTROLLER_NAME)
-    controller = Controller(api, config)
+    metrics = ControllerMetrics()
+    api = KubeApi(
+        client,
+        qps=config.kube_api_qps,
+        burst=config.kube_api_burst,
+        user_agent=CONTROLLER_NAME,
+        on_request=metrics.api_requests,
+    )
+    controller = Controller(api, config, metrics=metrics)
     ops = OpsServer(controller.metrics.registry, host=config.ops_host, port=config.ops_port)
     ops.add_readiness_check("caches-synced", lambda: controller.ready)
     try:

@@ -65,6 +65,7 @@ class Controller:
             watch_timeout_seconds=watch_timeout_seconds,
         )
         self.caches.reflectors[0].add_handler(self._on_job_event)
+        self.metrics.watch_jobs(self.caches.jobs.list)
         self.events = EventRecorder(api, CONTROLLER_NAME)
         self.status_writer = StatusWriter(api, self.writes, self.metrics)
         self.reconciler = Reconciler(

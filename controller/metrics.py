@@ -6,11 +6,19 @@ controllers in one process without "duplicated timeseries" errors.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kube.apimetrics import PrometheusRequestMetrics
 from kube.workqueue import PrometheusWorkQueueMetrics
-from tfjob.constants import CONTROLLER_NAME, FRAMEWORK
-from tfjob.planner import COUNTER_FAILED_PODS
+from kubeobjects.meta import mapping, sequence
+from kubeobjects.times import parse_time
+from tfjob.constants import COND_CREATED, CONTROLLER_NAME, FRAMEWORK
+from tfjob.planner import COUNTER_FAILED_PODS, last_condition_type
 
 # The planner's counter names -> upstream's job counters (reference §7.1).
 JOB_COUNTERS = {
@@ -64,6 +72,12 @@ class ControllerMetrics:
         self.is_leader = Gauge(
             "tfgang_controller_is_leader", "1 while this replica holds the lease", registry=r
         )
+        # rest_client_requests_total / rest_client_request_duration_seconds: pass as KubeApi's on_request.
+        self.api_requests = PrometheusRequestMetrics(r)
+
+    def watch_jobs(self, jobs: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        """Export the cached jobs by state and the oldest one still waiting to run, read at scrape time."""
+        self.registry.register(JobStateCollector(jobs))
 
     def count_job(self, counter: str, namespace: str) -> None:
         """Count one of the planner's increments (``Plan.counters``)."""
@@ -85,3 +99,54 @@ class ControllerMetrics:
         self.reconcile_total.labels(controller=CONTROLLER_NAME, result="success" if ok else "error").inc()
         if not ok:
             self.reconcile_errors.labels(controller=CONTROLLER_NAME).inc()
+
+
+class JobStateCollector(Collector):
+    """``tfgang_controller_jobs{condition}``: the cached TFJobs by their STATE (last condition), and
+    ``tfgang_controller_oldest_pending_job_timestamp_seconds``: the creation time of the oldest job
+    whose state is still Created and that is not suspended (no sample when there is none), so an
+    alert can say "a job has waited more than N minutes to start" without a label per job."""
+
+    def __init__(self, jobs: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        self._jobs = jobs
+
+    def describe(self) -> Iterator[Metric]:
+        # Without describe() the registry calls collect() at registration, before any cache exists.
+        yield _jobs_family()
+        yield _pending_family()
+
+    def collect(self) -> Iterator[Metric]:
+        by_state: dict[str, int] = {}
+        oldest: float | None = None
+        for job in self._jobs():
+            conditions = sequence(mapping(job.get("status")).get("conditions"))
+            state = last_condition_type(list(conditions)) or "None"
+            by_state[state] = by_state.get(state, 0) + 1
+            if state in (COND_CREATED, "None") and not _suspended(job):
+                created = parse_time(mapping(job.get("metadata")).get("creationTimestamp"))
+                if created is not None:
+                    moment = created.timestamp()
+                    oldest = moment if oldest is None else min(oldest, moment)
+        jobs = _jobs_family()
+        for state, count in sorted(by_state.items()):
+            jobs.add_metric([state], count)
+        yield jobs
+        pending = _pending_family()
+        if oldest is not None:
+            pending.add_metric([], oldest)
+        yield pending
+
+
+def _jobs_family() -> GaugeMetricFamily:
+    return GaugeMetricFamily("tfgang_controller_jobs", "TFJobs in the cache by state", labels=["condition"])
+
+
+def _pending_family() -> GaugeMetricFamily:
+    return GaugeMetricFamily(
+        "tfgang_controller_oldest_pending_job_timestamp_seconds",
+        "Creation time of the oldest TFJob not yet running (state Created, not suspended)",
+    )
+
+
+def _suspended(job: Mapping[str, Any]) -> bool:
+    return mapping(mapping(job.get("spec")).get("runPolicy")).get("suspend") is True

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from certs.keeper import KeeperSettings
 from kube.api import KubeApi
+from kube.apimetrics import PrometheusRequestMetrics
 from kube.client import make_api_client
 from kube.errors import ConfigError
 from kube.logs import configure_json_logging
@@ -44,9 +45,12 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
     reloader = CertificateReloader(config.cert_dir, on_reload=certificate_loaded)
     reloader.reload_if_changed()
     client = await make_api_client(config.kubeconfig)
-    api = KubeApi(client, user_agent="tfgang-webhook", request_timeout=config.api_timeout)
+    api_requests = PrometheusRequestMetrics(registry)
+    api = KubeApi(
+        client, user_agent="tfgang-webhook", request_timeout=config.api_timeout, on_request=api_requests
+    )
     # Same client, separate rate limiter: the watch never starves GETs made on a cache miss.
-    list_api = KubeApi(client, user_agent="tfgang-webhook")
+    list_api = KubeApi(client, user_agent="tfgang-webhook", on_request=api_requests)
     cache = TFJobCache(api, namespace=config.namespace, list_api=list_api)
     metrics.cached_tfjobs.set_function(lambda: len(cache.store))
     shutting_down = False
