@@ -19,7 +19,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "user-secret": {"certs": {"mode": "secret", "secretName": "my-webhook-tls", "caBundle": USER_CA_BUNDLE}},
     "namespace-scoped": {"watchNamespaces": ["team-a"]},
     "everything-on": {
-        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
+        "metrics": {
+            "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+            "grafanaDashboard": {"enabled": True},
+            "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
+        },
         "webhook": {
             "replicas": 3,
             "priorityClassName": "system-cluster-critical",

@@ -3,9 +3,9 @@
 kubernetes-validate bundles the built-in API schemas of each minor, so this catches wrong types,
 unknown fields (strict mode) and APIs missing in older minors. Custom resources have no bundled
 schema: the TFJob the helm test creates is checked against the chart's own CRD; cert-manager's
-Issuer and Certificate and prometheus-operator's ServiceMonitor are third-party CRDs whose schemas
-are not available offline, so they are skipped here (their fields are asserted in the certificate
-and metrics tests).
+Issuer and Certificate and prometheus-operator's ServiceMonitor and PrometheusRule are third-party
+CRDs whose schemas are not available offline, so they are skipped here (their fields are asserted in
+the certificate, metrics and monitoring tests; promtool checks the rules).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ THIRD_PARTY_CUSTOM_RESOURCES = {
     ("cert-manager.io/v1", "Issuer"),
     ("cert-manager.io/v1", "Certificate"),
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
 }
 
 
