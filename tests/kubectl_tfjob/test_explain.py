@@ -33,7 +33,7 @@ def _job(name: str = "tj", **specs: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
-        "metadata": {"name": name, "namespace": "ns"},
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
         "spec": {"tfReplicaSpecs": specs},
     }
 
