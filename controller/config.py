@@ -1,21 +1,23 @@
 """The controller's command line: flags, each also read from a ``TFGANG_*`` environment variable.
 
-A flag given on the command line wins over its environment variable, which wins over the default.
-Bad values (a port that is not a number, a negative QPS) are reported by argparse as usage errors.
+A flag given on the command line wins over its environment variable, which wins over the default
+(``kube.flags``). Bad values (a port that is not a number, a negative QPS, a boolean that is not
+one) are usage errors that name the flag or the variable.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import socket
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kube.flags import Flags, boolean, port, positive_int, positive_number
 from tfjob.settings import Settings
 
-ENV_PREFIX = "TFGANG_"
 # Upstream's Lease name (training-operator v1.6+), so a mixed rollout never runs two leaders.
 DEFAULT_LEASE_NAME = "1ca428e5.training-operator.kubeflow.org"
 
@@ -46,36 +48,6 @@ class ControllerConfig:
     log_level: str = "INFO"
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"not a port number: {text}")
-    return value
-
-
-def _flag_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off", ""):
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {text}")
-
-
 def default_identity() -> str:
     """``<hostname>_<uuid>``, the identity form client-go uses for leader election."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -87,35 +59,25 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         description="Reconcile kubeflow.org/v1 TFJobs into Volcano PodGroups, pods and services.",
     )
 
-    def env(flag: str, default: str | None) -> str | None:
-        return environ.get(ENV_PREFIX + flag.upper().replace("-", "_"), default)
-
-    def add(flag: str, default: str | None, help_text: str, **kwargs: object) -> None:
-        parser.add_argument(
-            f"--{flag}",
-            default=env(flag, default),
-            help=f"{help_text} (env {ENV_PREFIX}{flag.upper().replace('-', '_')})",
-            **kwargs,  # type: ignore[arg-type]
-        )
-
-    add("kubeconfig", None, "kubeconfig file; in-cluster configuration when not given")
-    add("ops-host", "0.0.0.0", "address of the plain-HTTP /healthz, /readyz, /metrics server")
-    add("ops-port", "8082", "port of the ops server", type=_port)
-    add("namespace", "", "watch only this namespace; empty watches all")
-    add("leader-elect", "false", "run Lease leader election", type=_flag_bool, nargs="?", const="true")
-    add("lease-name", DEFAULT_LEASE_NAME, "name of the leader-election Lease")
-    add("lease-namespace", None, "Lease namespace; default --namespace, else POD_NAMESPACE, else default")
-    add("lease-duration", "15", "seconds a lease is valid without renewal", type=_positive_float)
-    add("renew-deadline", "10", "seconds the leader tries to renew before it stops", type=_positive_float)
-    add("retry-period", "2", "seconds between leader-election attempts", type=_positive_float)
-    add("identity", None, "leader-election identity; default <hostname>_<uuid>")
-    add("gang-scheduler-name", "volcano", '"volcano", a scheduler-plugins name, or "" for no gang scheduling')
-    add("cluster-domain", "", "suffix after .svc in TF_CONFIG addresses")
-    add("kube-api-qps", "20", "sustained API requests per second", type=_positive_float)
-    add("kube-api-burst", "30", "API request burst", type=_positive_int)
-    add("workers", "4", "jobs reconciled concurrently", type=_positive_int)
+    add = functools.partial(Flags(environ).add, parser)
+    add("--kubeconfig", None, "kubeconfig file; in-cluster configuration when not given")
+    add("--ops-host", "0.0.0.0", "address of the plain-HTTP /healthz, /readyz, /metrics server")
+    add("--ops-port", "8082", "port of the ops server", type=port)
+    add("--namespace", "", "watch only this namespace; empty watches all")
+    add("--leader-elect", False, "run Lease leader election", type=boolean, nargs="?", const="true")
+    add("--lease-name", DEFAULT_LEASE_NAME, "name of the leader-election Lease")
+    add("--lease-namespace", None, "Lease namespace; default --namespace, else POD_NAMESPACE, else default")
+    add("--lease-duration", "15", "seconds a lease is valid without renewal", type=positive_number)
+    add("--renew-deadline", "10", "seconds the leader tries to renew before it stops", type=positive_number)
+    add("--retry-period", "2", "seconds between leader-election attempts", type=positive_number)
+    add("--identity", None, "leader-election identity; default <hostname>_<uuid>")
+    add("--gang-scheduler-name", "volcano", '"volcano", a scheduler-plugins name, or "" for no gang')
+    add("--cluster-domain", "", "suffix after .svc in TF_CONFIG addresses")
+    add("--kube-api-qps", "20", "sustained API requests per second", type=positive_number)
+    add("--kube-api-burst", "30", "API request burst", type=positive_int)
+    add("--workers", "4", "jobs reconciled concurrently", type=positive_int)
     add(
-        "log-level",
+        "--log-level",
         "INFO",
         "DEBUG, INFO, WARNING or ERROR",
         type=str.upper,
@@ -131,7 +93,6 @@ def parse_config(
     environment = os.environ if environ is None else environ
     parser = build_parser(environment)
     args = parser.parse_args(argv)
-    # Values from the environment arrive as strings: argparse converts string defaults with `type`.
     namespace: str = args.namespace or ""
     leader_election = None
     if args.leader_elect:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
 
+from kube.flags import Flags, number, positive_number
 from sandbox.cluster import ClusterError, ClusterOptions, LocalCluster
 from sandbox.kubectl import KubectlError, find_kubectl
 from sandbox.seedreplay import (
@@ -36,10 +38,7 @@ CHOICES = (*EXPERIMENTS, "all")
 
 
 def _speed(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+    value = number(text)
     if not 1 <= value <= 20:
         raise argparse.ArgumentTypeError(f"must be between 1 and 20: {text!r}")
     return value
@@ -53,28 +52,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=CHOICES,
         help="which seed experiment to replay (default all, in the transcript's order)",
     )
-    parser.add_argument(
+    add = functools.partial(Flags().add, parser)
+    add(
         "--speed",
+        1.0,
+        "divide the seed's sleeps (and the crash back-off) by this, 1-20 (1: verbatim)",
         type=_speed,
-        default=float(os.environ.get("TFGANG_DEMO_SPEED", "1")),
-        help="divide the seed's sleeps (and the crash back-off) by this, 1-20 (default 1: verbatim)",
+        also=("TFGANG_DEMO_SPEED",),
     )
-    parser.add_argument("--kubectl", default=None, help="kubectl binary (default: the venv's, else PATH)")
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=None,
-        help="keep kubeconfigs and component logs here (default: a temporary directory)",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=240.0, help="seconds each experiment may take (default 240)"
-    )
-    parser.add_argument(
+    add("--kubectl", None, "kubectl binary (default: the venv's, else PATH)")
+    add("--workdir", None, "keep kubeconfigs and component logs here (default: a temporary dir)", type=Path)
+    add("--timeout", 240.0, "seconds each experiment may take", type=positive_number)
+    add(
         "--transcript",
-        action="store_true",
-        help="after each experiment, also print each watch's lines grouped, as the transcript lays them out",
+        False,
+        "after each experiment, also print each watch's lines grouped, as the transcript lays them out",
+        switch=True,
     )
-    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add("--log-level", "WARNING", "log level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
 def _display_path(path: Path) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import importlib
 import importlib.util
 import logging
@@ -18,6 +19,7 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
+from kube.flags import Flags, integer, number, port
 from sandbox.apiserver.faults import FAULT_CODES, MAX_LATENCY, ErrorRule, StandingFaults
 from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.apiserver.server import ApiServer
@@ -29,49 +31,19 @@ logger = logging.getLogger(__name__)
 DEFAULT_NODES = "las1:cpu=8,memory=32Gi"
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("TFGANG_KUBECONFIG", "sandbox.kubeconfig"),
-        help="where to write the admin kubeconfig (env TFGANG_KUBECONFIG)",
-    )
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=int(os.environ.get("TFGANG_PORT", "0")),
-        help="HTTPS port on 127.0.0.1; 0 picks a free one (env TFGANG_PORT)",
-    )
-    parser.add_argument(
-        "--nodes",
-        default=os.environ.get("TFGANG_NODES", DEFAULT_NODES),
-        help=f"node agent nodes, '' for none (default {DEFAULT_NODES}; env TFGANG_NODES)",
-    )
-    parser.add_argument(
-        "--operator",
-        action="store_true",
-        default=_env_flag("TFGANG_OPERATOR"),
-        help="also run the tfgang webhook and controller (env TFGANG_OPERATOR)",
-    )
-    parser.add_argument(
-        "--api-only",
-        action="store_true",
-        default=_env_flag("TFGANG_API_ONLY"),
-        help="run the API server alone: no scheduler, node agent or operator",
-    )
-    parser.add_argument(
-        "--tfjob-crd",
-        default=os.environ.get("TFGANG_TFJOB_CRD"),
-        help="the TFJob CRD file (default: the chart's)",
-    )
-    parser.add_argument(
+    add = functools.partial(Flags().add, parser)
+    add("--kubeconfig", "sandbox.kubeconfig", "where to write the admin kubeconfig")
+    add("--port", 0, "HTTPS port on 127.0.0.1; 0 picks a free one", type=port)
+    add("--nodes", DEFAULT_NODES, "node agent nodes, '' for none")
+    add("--operator", False, "also run the tfgang webhook and controller", switch=True)
+    add("--api-only", False, "run the API server alone: no scheduler, node agent or operator", switch=True)
+    add("--tfjob-crd", None, "the TFJob CRD file (default: the chart's)")
+    add(
         "--watch-window",
-        type=int,
-        default=DEFAULT_WATCH_WINDOW,
-        help="watch events kept for resuming watches before 410 Gone",
+        DEFAULT_WATCH_WINDOW,
+        "watch events kept for resuming watches before 410 Gone",
+        type=integer,
     )
     add_fault_arguments(parser)
 
@@ -80,10 +52,7 @@ def _within(low: float, high: float, unit: str = "") -> Callable[[str], float]:
     """An argparse type: a number within ``low..high``."""
 
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+        value = number(text)
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be within {low:g}..{high:g}{unit}: {text!r}")
         return value
@@ -95,24 +64,25 @@ def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
     faults = parser.add_argument_group(
         "fault injection", "standing faults from the start; POST /sandbox/faults changes them later"
     )
-    faults.add_argument(
+    add = functools.partial(Flags().add, faults)
+    add(
         "--fault-error-rate",
+        0.0,
+        "answer this fraction of API requests with --fault-error-code instead",
         type=_within(0.0, 1.0),
-        default=0.0,
-        help="answer this fraction of API requests with --fault-error-code instead (default 0)",
     )
-    faults.add_argument(
+    add(
         "--fault-error-code",
-        type=int,
+        429,
+        "the injected error: 429 (with Retry-After: 1), 500 or 503",
+        type=integer,
         choices=FAULT_CODES,
-        default=429,
-        help="the injected error: 429 (with Retry-After: 1), 500 or 503 (default 429)",
     )
-    faults.add_argument(
+    add(
         "--fault-latency",
+        0.0,
+        "seconds added to every API request",
         type=_within(0.0, MAX_LATENCY, " seconds"),
-        default=0.0,
-        help="seconds added to every API request (default 0)",
     )
 
 

@@ -1,4 +1,4 @@
-"""``tfgang-webhook`` flags; each one may also come from ``TFGANG_<FLAG>`` (the flag wins).
+"""``tfgang-webhook`` flags; each one may also come from ``TFGANG_<FLAG>`` (the flag wins: ``kube.flags``).
 
 Self-managed certificates are on when ``--cert-secret`` (``TFGANG_CERT_SECRET``) is given or
 ``--self-managed`` is set: the webhook then keeps that Secret and the named webhook
@@ -9,17 +9,18 @@ someone else (cert-manager, a mounted Secret, ``tfgang-certs issue``) provides t
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from certs.expiry import DEFAULT_RENEW_BEFORE
+from kube.flags import Flags, integer, non_negative_number, number, port, positive_number
 from tfjob.constants import VOLCANO_SCHEDULER_NAME
 from tfjob.settings import Settings
 from webhook.app import DEFAULT_MAX_BODY_BYTES
 from webhook.connections import ConnectionLimits
 
-ENV_PREFIX = "TFGANG_"
 DEFAULT_CERT_SECRET = "tfgang-webhook-certs"
 DEFAULT_SERVICE_NAME = "tfgang-webhook"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -65,82 +66,53 @@ class WebhookConfig:
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfgang-webhook",
         description="TFJob admission webhook: TF_CONFIG and gang scheduling for pods, TFJob validation.",
         epilog="Every flag may also be given as TFGANG_<FLAG> (e.g. TFGANG_CERT_DIR); the flag wins.",
     )
-    add = parser.add_argument
-    add("--kubeconfig", default=None, help="kubeconfig file (default: the in-cluster service account)")
-    add("--cert-dir", default=None, help="directory with tls.crt and tls.key (required)")
-    add("--host", default="0.0.0.0", help="address to serve HTTPS on")
-    add("--port", type=int, default=9443, help="HTTPS port for /mutate-pods and /validate-tfjobs")
-    add("--ops-port", type=int, default=8081, help="plain-HTTP port for /healthz, /readyz, /metrics")
-    add("--namespace", default=None, help="only cache TFJobs of this namespace (default: all)")
-    add(
-        "--gang-scheduler-name",
-        default=VOLCANO_SCHEDULER_NAME,
-        help="volcano, another scheduler, or '' for none",
-    )
-    add(
-        "--cluster-domain", default="", help="appended after .svc in TF_CONFIG addresses (e.g. cluster.local)"
-    )
-    add("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="larger bodies get 413")
-    add("--cert-poll-interval", type=float, default=10.0, help="seconds between certificate file checks")
-    add("--api-timeout", type=float, default=3.0, help="seconds for a TFJob GET on a cache miss")
-    add("--shutdown-delay", type=float, default=0.0, help="seconds to stay up unready after SIGTERM")
-    add("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    flags = Flags(environ)
+    add = functools.partial(flags.add, parser)
+    add("--kubeconfig", None, "kubeconfig file (default: the in-cluster service account)")
+    add("--cert-dir", None, "directory with tls.crt and tls.key (required)")
+    add("--host", "0.0.0.0", "address to serve HTTPS on")
+    add("--port", 9443, "HTTPS port for /mutate-pods and /validate-tfjobs", type=port)
+    add("--ops-port", 8081, "plain-HTTP port for /healthz, /readyz, /metrics", type=port)
+    add("--namespace", None, "only cache TFJobs of this namespace (default: all)")
+    add("--gang-scheduler-name", VOLCANO_SCHEDULER_NAME, "volcano, another scheduler, or '' for none")
+    add("--cluster-domain", "", "appended after .svc in TF_CONFIG addresses (e.g. cluster.local)")
+    add("--max-body-bytes", DEFAULT_MAX_BODY_BYTES, "larger bodies get 413", type=integer)
+    add("--cert-poll-interval", 10.0, "seconds between certificate file checks", type=positive_number)
+    add("--api-timeout", 3.0, "seconds for a TFJob GET on a cache miss", type=positive_number)
+    add("--shutdown-delay", 0.0, "seconds to stay up unready after SIGTERM", type=non_negative_number)
+    add("--log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
     group = parser.add_argument_group("connections (bounds on what any caller can hold)")
     for flag, help_text in _LIMIT_FLAGS.items():
         default = getattr(ConnectionLimits(), flag.replace("-", "_"))
-        group.add_argument(f"--{flag}", type=type(default), default=default, help=help_text)
+        convert = integer if isinstance(default, int) else number
+        flags.add(group, f"--{flag}", default, help_text, type=convert)
     group = parser.add_argument_group("self-managed certificates")
-    group.add_argument(
-        "--self-managed", action="store_true", default=False, help="manage the certificate Secret"
-    )
-    group.add_argument(
-        "--cert-secret",
-        default=None,
-        help=f"Secret name (enables self-managed; default {DEFAULT_CERT_SECRET})",
-    )
-    group.add_argument(
-        "--cert-secret-namespace", default=None, help="its namespace (default: $POD_NAMESPACE)"
-    )
-    group.add_argument("--service-name", default=DEFAULT_SERVICE_NAME, help="the webhook Service's name")
-    group.add_argument(
-        "--mutating-webhook-configuration",
-        action="append",
-        default=None,
-        help="inject caBundle here (repeatable)",
-    )
-    group.add_argument(
-        "--validating-webhook-configuration",
-        action="append",
-        default=None,
-        help="inject caBundle here (repeatable)",
-    )
-    group.add_argument(
-        "--renew-before-days", type=int, default=DEFAULT_RENEW_BEFORE.days, help="renewal margin"
-    )
-    group.add_argument(
-        "--cert-check-interval", type=float, default=600.0, help="seconds between Secret checks"
-    )
+    in_group = functools.partial(flags.add, group)
+    in_group("--self-managed", False, "manage the certificate Secret", switch=True)
+    in_group("--cert-secret", None, f"Secret name (enables self-managed; default {DEFAULT_CERT_SECRET})")
+    in_group("--cert-secret-namespace", None, "its namespace (default: $POD_NAMESPACE)")
+    in_group("--service-name", DEFAULT_SERVICE_NAME, "the webhook Service's name")
+    in_group("--mutating-webhook-configuration", None, "inject caBundle here (repeatable)", repeated=True)
+    in_group("--validating-webhook-configuration", None, "inject caBundle here (repeatable)", repeated=True)
+    in_group("--renew-before-days", DEFAULT_RENEW_BEFORE.days, "renewal margin", type=integer)
+    in_group("--cert-check-interval", 600.0, "seconds between Secret checks", type=positive_number)
     return parser
 
 
 def parse_config(
     argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> WebhookConfig:
-    parser = build_parser()
     environ = os.environ if environ is None else environ
+    parser = build_parser(environ)
     args = parser.parse_args(argv)
-    _apply_environment(parser, args, environ)
     if not args.cert_dir:
         parser.error("--cert-dir (or TFGANG_CERT_DIR) is required")
-    for flag in ("port", "ops_port"):
-        if not 0 <= getattr(args, flag) <= 65535:
-            parser.error(f"--{flag.replace('_', '-')} must be a TCP port")
     if args.log_level.upper() not in LOG_LEVELS:
         parser.error(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     if args.max_body_bytes < 1024:
@@ -187,27 +159,3 @@ def parse_config(
         ),
     )
 
-
-def _apply_environment(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str]
-) -> None:
-    for action in parser._actions:
-        if not action.option_strings or action.dest == "help":
-            continue
-        variable = ENV_PREFIX + action.dest.upper()
-        value = environ.get(variable)
-        if value is None or getattr(args, action.dest) != action.default:
-            continue
-        converted: object
-        if isinstance(action, argparse._StoreTrueAction):
-            converted = value.strip().lower() in ("1", "true", "yes", "on")
-        elif isinstance(action, argparse._AppendAction):
-            converted = [item.strip() for item in value.split(",") if item.strip()]
-        elif action.type in (int, float):
-            try:
-                converted = action.type(value)
-            except ValueError:
-                parser.error(f"{variable}={value!r} is not a number")
-        else:
-            converted = value
-        setattr(args, action.dest, converted)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
-import os
 import tempfile
 from pathlib import Path
 
 from kube.api import KubeApi
 from kube.client import make_api_client
+from kube.flags import Flags, integer, non_negative_number, positive_number
 from sandbox.foreground import run_in_foreground
 from sandbox.kubelet.agent import AgentOptions, NodeAgent
 from sandbox.kubelet.backoff import BackoffPolicy
@@ -18,69 +19,27 @@ from sandbox.kubelet.nodespec import NodeSpecError, parse_nodes
 logger = logging.getLogger(__name__)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("TFGANG_KUBECONFIG") or os.environ.get("KUBECONFIG"),
-        help="kubeconfig file (env TFGANG_KUBECONFIG, then KUBECONFIG)",
-    )
-    parser.add_argument(
-        "--nodes",
-        default=os.environ.get("TFGANG_NODES") or "las1:cpu=8,memory=32Gi",
-        help="nodes to run: NAME[:RES=QTY,...][;NAME...] (env TFGANG_NODES; default las1:cpu=8,memory=32Gi)",
-    )
-    parser.add_argument(
-        "--backoff-base",
-        type=_positive,
-        default=os.environ.get("TFGANG_BACKOFF_BASE", "10"),
-        help="first crash-loop back-off in seconds, capped at 30x (env TFGANG_BACKOFF_BASE; default 10)",
-    )
-    parser.add_argument(
-        "--heartbeat", type=_positive, default=10.0, help="seconds between node status heartbeats"
-    )
-    parser.add_argument(
+    add = functools.partial(Flags().add, parser)
+    add("--kubeconfig", None, "kubeconfig file", also=("KUBECONFIG",))
+    add("--nodes", "las1:cpu=8,memory=32Gi", "nodes to run: NAME[:RES=QTY,...][;NAME...]")
+    add("--backoff-base", 10.0, "first crash-loop back-off in seconds, capped at 30x", type=positive_number)
+    add("--heartbeat", 10.0, "seconds between node status heartbeats", type=positive_number)
+    add(
         "--start-delay",
-        type=_non_negative,
-        default=0.2,
-        help="seconds a pod shows ContainerCreating before its processes start (default 0.2)",
+        0.2,
+        "seconds a pod shows ContainerCreating before its processes start",
+        type=non_negative_number,
     )
-    parser.add_argument(
+    add(
         "--sync-delay",
-        type=_non_negative,
-        default=1.0,
-        help="seconds from a container's exit to its earliest restart, the kubelet's sync lag (default 1)",
+        1.0,
+        "seconds from a container's exit to its earliest restart, the kubelet's sync lag",
+        type=non_negative_number,
     )
-    parser.add_argument(
-        "--log-port", type=int, default=0, help="port of the container log endpoint (default: any free)"
-    )
-    parser.add_argument(
-        "--state-dir", type=Path, default=None, help="where container logs go (default: a temp dir)"
-    )
-    parser.add_argument(
-        "--log-level",
-        default=os.environ.get("TFGANG_LOG_LEVEL", "INFO"),
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-    )
+    add("--log-port", 0, "port of the container log endpoint (0: any free)", type=integer)
+    add("--state-dir", None, "where container logs go (default: a temp dir)", type=Path)
+    add("--log-level", "INFO", "log level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
 async def serve(kubeconfig: str | None, options: AgentOptions) -> None:

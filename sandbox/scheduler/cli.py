@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
-import os
 
 from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.events import EventRecorder
+from kube.flags import Flags, positive_number
 from sandbox.foreground import run_in_foreground
 from sandbox.scheduler.runner import Scheduler, SchedulerOptions
 from sandbox.scheduler.snapshot import DEFAULT_SCHEDULER_NAME, VOLCANO_SCHEDULER_NAME
@@ -18,54 +19,35 @@ logger = logging.getLogger(__name__)
 COMPONENT = "volcano"
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("TFGANG_KUBECONFIG") or os.environ.get("KUBECONFIG"),
-        help="kubeconfig file (env TFGANG_KUBECONFIG, then KUBECONFIG)",
-    )
-    parser.add_argument("--period", type=_positive, default=1.0, help="seconds between sessions (default 1)")
-    parser.add_argument(
+    add = functools.partial(Flags().add, parser)
+    add("--kubeconfig", None, "kubeconfig file", also=("KUBECONFIG",))
+    add("--period", 1.0, "seconds between sessions", type=positive_number)
+    add(
         "--min-interval",
-        type=_positive,
-        default=None,
-        help="least seconds between sessions when objects change (default: the period, as Volcano)",
+        None,
+        "least seconds between sessions when objects change (default: the period, as Volcano)",
+        type=positive_number,
     )
-    parser.add_argument(
-        "--overcommit-factor", type=_positive, default=1.2, help="enqueue overcommit (default 1.2)"
-    )
-    parser.add_argument(
+    add("--overcommit-factor", 1.2, "enqueue overcommit", type=positive_number)
+    add(
         "--scheduler-name",
-        action="append",
+        None,
+        f"gang-scheduled pods' schedulerName; repeatable (default {VOLCANO_SCHEDULER_NAME})",
+        repeated=True,
         dest="scheduler_names",
         metavar="NAME",
-        help=f"gang-scheduled pods' schedulerName; repeatable (default {VOLCANO_SCHEDULER_NAME})",
     )
-    parser.add_argument(
+    add(
         "--plain-scheduler-name",
-        action="append",
+        None,
+        f"schedulerName bound one pod at a time; repeatable (default {DEFAULT_SCHEDULER_NAME})",
+        repeated=True,
         dest="plain_names",
         metavar="NAME",
-        help=f"schedulerName bound one pod at a time; repeatable (default {DEFAULT_SCHEDULER_NAME})",
     )
-    parser.add_argument(
-        "--default-queue", default="default", help="queue created when missing (default default)"
-    )
-    parser.add_argument(
-        "--log-level",
-        default=os.environ.get("TFGANG_LOG_LEVEL", "INFO"),
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-    )
+    add("--default-queue", "default", "queue created when missing")
+    add("--log-level", "INFO", "log level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
 def options_from(args: argparse.Namespace) -> SchedulerOptions:

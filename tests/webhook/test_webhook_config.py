@@ -59,6 +59,17 @@ def test_flags_win_over_environment() -> None:
     assert (config.cert_dir, config.port) == ("/a", 1234)
 
 
+def test_an_explicit_flag_equal_to_its_default_still_wins_over_the_environment() -> None:
+    config = parse_config(["--cert-dir", "/a", "--port", "9443"], environ={"TFGANG_PORT": "10250"})
+    assert config.port == 9443
+
+
+@pytest.mark.parametrize(("value", "on"), [("yes", True), ("1", True), ("off", False), ("False", False)])
+def test_environment_booleans_are_read_strictly(value: str, on: bool) -> None:
+    environ = {"TFGANG_SELF_MANAGED": value, "TFGANG_CERT_SECRET_NAMESPACE": "ns"}
+    assert (parse_config(["--cert-dir", "/c"], environ=environ).self_managed is not None) is on
+
+
 def test_self_managed_flag_uses_the_default_secret() -> None:
     config = parse_config(["--cert-dir", "/c", "--self-managed", "--cert-secret-namespace", "ns"], environ={})
     assert config.self_managed is not None and config.self_managed.secret == "tfgang-webhook-certs"
@@ -68,8 +79,9 @@ def test_self_managed_flag_uses_the_default_secret() -> None:
     ("argv", "environ", "message"),
     [
         ([], {}, "--cert-dir"),
-        (["--cert-dir", "/c", "--port", "70000"], {}, "--port must be a TCP port"),
-        (["--cert-dir", "/c"], {"TFGANG_PORT": "https"}, "TFGANG_PORT='https' is not a number"),
+        (["--cert-dir", "/c", "--port", "70000"], {}, "argument --port: not a port number"),
+        (["--cert-dir", "/c"], {"TFGANG_PORT": "https"}, "TFGANG_PORT='https': not an integer"),
+        (["--cert-dir", "/c"], {"TFGANG_SELF_MANAGED": "ture"}, "TFGANG_SELF_MANAGED='ture': not a boolean"),
         (["--cert-dir", "/c", "--self-managed"], {}, "--cert-secret-namespace"),
         (["--cert-dir", "/c", "--max-body-bytes", "10"], {}, "--max-body-bytes"),
         (["--cert-dir", "/c", "--log-level", "chatty"], {}, "--log-level must be one of"),
