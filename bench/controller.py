@@ -54,7 +54,7 @@ from kube.resources import NAMESPACES, PODGROUPS_V1BETA1, PODS, SERVICES  # noqa
 from sandbox.testing import start_apiserver  # noqa: E402
 from tests.integration.cluster import container_status, load_seed  # noqa: E402
 from tests.integration.operator import controller_process  # noqa: E402
-from tfjob.defaults import with_defaults  # noqa: E402
+from tfjob.facts import read_facts  # noqa: E402
 from tfjob.podgroup import desired_podgroup  # noqa: E402
 from tfjob.pods import desired_pod  # noqa: E402
 from tfjob.services import desired_service  # noqa: E402
@@ -104,14 +104,14 @@ def _thread_cpu_seconds(name: str) -> Callable[[], float]:
 
 def _children(job: dict[str, Any]) -> list[tuple[Any, dict[str, Any]]]:
     """What the controller creates for ``job`` (which carries its uid): the PodGroup, pods, services."""
-    defaulted: Any = with_defaults(job)  # type: ignore[arg-type]
+    facts = read_facts(job)  # type: ignore[arg-type]
     objects: list[tuple[Any, dict[str, Any]]] = [
-        (PODGROUPS_V1BETA1, dict(desired_podgroup(defaulted, {}, Settings())))
+        (PODGROUPS_V1BETA1, dict(desired_podgroup(facts, {}, Settings())))
     ]
-    for rtype, spec in defaulted["spec"]["tfReplicaSpecs"].items():
-        for index in range(spec.get("replicas", 1)):
-            objects.append((PODS, dict(desired_pod(defaulted, rtype, index))))
-            objects.append((SERVICES, dict(desired_service(defaulted, rtype, index))))
+    for replica in facts.replica_types:
+        for index in range(replica.replicas):
+            objects.append((PODS, dict(desired_pod(facts, replica.rtype, index))))
+            objects.append((SERVICES, dict(desired_service(facts, replica.rtype, index))))
     return objects
 
 
