@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from controller.config import ControllerConfig, parse_config
 from controller.manager import Controller, LeadershipLost
 from controller.metrics import ControllerMetrics
+from kube import eventloop
 from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import ConfigError
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             loop.add_signal_handler(signum, stop.set)
         return await serve(config, stop)
 
-    return asyncio.run(run())
+    return eventloop.run(run())
 
 
 if __name__ == "__main__":
