@@ -7,6 +7,7 @@ import logging
 from tfjob.settings import Settings
 from webhook.cache import JobLookup, JobLookupFailed
 from webhook.mutate_pod import REASON_LOOKUP_FAILED, mutate_pod, pod_target
+from webhook.patch_memo import PatchMemo
 from webhook.review import AdmissionRequest, Decision, deny
 from webhook.tfconfig_memo import TFConfigMemo
 from webhook.validate_tfjob import validate_tfjob
@@ -15,7 +16,11 @@ logger = logging.getLogger(__name__)
 
 
 async def admit_pod(
-    request: AdmissionRequest, jobs: JobLookup, settings: Settings, tf_configs: TFConfigMemo | None = None
+    request: AdmissionRequest,
+    jobs: JobLookup,
+    settings: Settings,
+    tf_configs: TFConfigMemo | None = None,
+    patches: PatchMemo | None = None,
 ) -> Decision:
     target = pod_target(request)
     if isinstance(target, Decision):
@@ -26,7 +31,7 @@ async def admit_pod(
         logger.warning("%s", exc)
         # 503: the controller retries the pod creation later, when the API is reachable again.
         return deny(REASON_LOOKUP_FAILED, 503, str(exc))
-    return mutate_pod(target, job, settings, tf_configs)
+    return mutate_pod(target, job, settings, tf_configs, patches)
 
 
 async def admit_tfjob(request: AdmissionRequest) -> Decision:

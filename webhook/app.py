@@ -37,6 +37,7 @@ from webhook.connections import (
     status_body,
 )
 from webhook.metrics import WebhookMetrics
+from webhook.patch_memo import PatchMemo
 from webhook.quietlog import LogBudget
 from webhook.review import (
     AdmissionRequest,
@@ -83,9 +84,10 @@ def build_app(
     app = web.Application(client_max_size=max_body_bytes)
 
     tf_configs = TFConfigMemo(cluster_domain=settings.cluster_domain)
+    patches = PatchMemo()
 
     async def decide_pod(request: AdmissionRequest) -> Decision:
-        return await admit_pod(request, jobs, settings, tf_configs)
+        return await admit_pod(request, jobs, settings, tf_configs, patches)
 
     intake = _Intake(max_body_bytes, body_timeout, BodyBudget(max_inflight_body_bytes), LogBudget())
     for path, decide in ((MUTATE_PODS_PATH, decide_pod), (VALIDATE_TFJOBS_PATH, admit_tfjob)):

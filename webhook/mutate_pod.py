@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from kube.patches import escape_json_pointer
 from kubeobjects.meta import Meta, mapping, sequence, text
@@ -59,6 +59,7 @@ from tfjob.settings import Settings
 from tfjob.tfconfig import tf_config
 from tfjob.wire import TFJob
 from webhook.bounds import invalid_value, quoted
+from webhook.patch_memo import PatchMemo
 from webhook.review import AdmissionRequest, Decision, JSONObject, allow, deny
 from webhook.tfconfig_memo import TFConfigMemo
 
@@ -156,11 +157,17 @@ def _not_controlled(namespace: str, job_name: str) -> Decision:
 
 
 def mutate_pod(
-    target: PodTarget, job: TFJob | None, settings: Settings, tf_configs: TFConfigMemo | None = None
+    target: PodTarget,
+    job: TFJob | None,
+    settings: Settings,
+    tf_configs: TFConfigMemo | None = None,
+    patches: PatchMemo | None = None,
 ) -> Decision:
     """The patch for ``target.pod`` given its TFJob (None: it does not exist).
 
     ``tf_configs`` remembers TF_CONFIG per job across calls; without one, each call computes it.
+    ``patches`` remembers whole decisions per job version, replica and pod shape (the same settings
+    every call): only the checks run again.
     """
     job_ref = f"{target.namespace}/{target.job_name}"
     if job is None:
@@ -172,7 +179,9 @@ def mutate_pod(
     facts = read_facts(job) if tf_configs is None else tf_configs.facts(job)
     pod = target.pod
     meta = Meta(pod)
-    if not meta.controller_uid or meta.controller_uid != Meta(job).uid:
+    job_meta = Meta(job)
+    owner_uid = meta.controller_uid
+    if not owner_uid or owner_uid != job_meta.uid:
         return _not_controlled(target.namespace, target.job_name)
     labels = meta.labels
     type_label = labels.get(LABEL_REPLICA_TYPE)
@@ -213,6 +222,26 @@ def mutate_pod(
             f'the pod has no container named "{CONTAINER_NAME}": a TFJob pod needs one to receive TF_CONFIG',
         )
 
+    marks = gang_marks(replica, target.job_name, settings)
+    container = containers[position]
+    env = container.get("env")
+    key = None
+    if patches is not None and not (isinstance(env, list) and _tf_config_entry(env) is not None):
+        key = (
+            owner_uid,
+            job_meta.resource_version,
+            rtype,
+            index,
+            position,
+            isinstance(env, list),
+            _entries_state(meta.raw.get("annotations"), marks.annotations),
+            _entries_state(meta.raw.get("labels"), marks.labels),
+            spec.get("schedulerName") == marks.scheduler_name,
+        )
+        remembered = patches.get(key)
+        if remembered is not None:
+            return remembered
+
     patch: list[JSONObject] = []
     warnings: list[str] = []
     if tf_configs is None:
@@ -220,8 +249,7 @@ def mutate_pod(
     else:
         value = tf_configs.tf_config(job, rtype, index)
     if value is not None:
-        _add_tf_config(patch, warnings, position, containers[position], value)
-    marks = gang_marks(replica, target.job_name, settings)
+        _add_tf_config(patch, warnings, position, container, value)
     if marks.annotations:
         _set_entries(patch, "/metadata/annotations", meta.raw.get("annotations"), marks.annotations)
     if marks.labels:
@@ -229,8 +257,21 @@ def mutate_pod(
     if marks.scheduler_name and spec.get("schedulerName") != marks.scheduler_name:
         patch.append({"op": "add", "path": "/spec/schedulerName", "value": marks.scheduler_name})
     if not patch:
-        return allow(REASON_UNCHANGED, warnings=warnings)
-    return allow(REASON_MUTATED, patch=patch, warnings=warnings)
+        decision = allow(REASON_UNCHANGED, warnings=warnings)
+    else:
+        decision = allow(REASON_MUTATED, patch=patch, warnings=warnings)
+    return decision if patches is None or key is None else patches.put(key, decision)
+
+
+def _tf_config_entry(env: list[Any]) -> Any:
+    return next((e for e in env if isinstance(e, dict) and e.get("name") == TF_CONFIG_ENV), None)
+
+
+def _entries_state(current: object, wanted: Mapping[str, str]) -> tuple[bool, ...] | None:
+    """Which of ``wanted`` the pod's annotations/labels already carry (None: it has no such map)."""
+    if not isinstance(current, dict):
+        return None
+    return tuple(current.get(key) == value for key, value in wanted.items())
 
 
 def _add_tf_config(
@@ -241,7 +282,7 @@ def _add_tf_config(
     if not isinstance(env, list):
         patch.append({"op": "add", "path": f"/spec/containers/{position}/env", "value": [entry]})
         return
-    existing = next((e for e in env if isinstance(e, dict) and e.get("name") == TF_CONFIG_ENV), None)
+    existing = _tf_config_entry(env)
     if existing is None:
         patch.append({"op": "add", "path": f"/spec/containers/{position}/env/-", "value": entry})
     elif existing.get("value") != value or "valueFrom" in existing:

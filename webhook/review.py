@@ -84,6 +84,8 @@ class Decision:
     message: str = ""
     patch: Sequence[JSONObject] = ()
     warnings: Sequence[str] = field(default_factory=tuple)
+    # ``patch`` already encoded (webhook.patch_memo), so a remembered decision is not encoded again.
+    encoded_patch: str = ""
 
 
 def allow(reason: str, *, patch: Sequence[JSONObject] = (), warnings: Sequence[str] = ()) -> Decision:
@@ -145,7 +147,7 @@ def review_response(api_version: str, uid: str, decision: Decision) -> Admission
         }
     if decision.allowed and decision.patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = encode_patch(decision.patch)
+        response["patch"] = decision.encoded_patch or encode_patch(decision.patch)
     if decision.warnings:
         response["warnings"] = list(decision.warnings)
     return {"apiVersion": api_version, "kind": REVIEW_KIND, "response": response}
