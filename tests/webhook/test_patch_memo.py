@@ -50,7 +50,8 @@ async def test_a_patched_pod_under_the_same_memory_needs_nothing_more(case: Admi
     memories = _Memories(case)
     await _answer(case, case.review, memories)
     again = copy.deepcopy(case.review)
-    again["request"]["object"] = jsonpatch.apply_patch(case.review["request"]["object"], case.expected["patch"])
+    pod = case.review["request"]["object"]
+    again["request"]["object"] = jsonpatch.apply_patch(pod, case.expected["patch"])
     assert await _answer(case, again, memories) == await _answer(case, again, None)
     assert "patch" not in (await _answer(case, again, memories))["response"]
 
