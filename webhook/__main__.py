@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from certs.keeper import KeeperSettings
+from kube import eventloop
 from kube.api import KubeApi
 from kube.apimetrics import PrometheusRequestMetrics
 from kube.client import make_api_client
@@ -115,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = parse_config(argv)
     configure_json_logging(config.log_level)
     try:
-        _event_loop_runner()(_run(config))
+        eventloop.run(_run(config))
     except ConfigError as exc:
         logger.error("cannot start: %s", exc)
         return 1
@@ -132,16 +133,6 @@ async def _freeze_heap_once_synced(cache: TFJobCache) -> None:
     await cache.wait_synced()
     gc.collect()
     gc.freeze()
-
-
-def _event_loop_runner() -> Callable[[Coroutine[Any, Any, None]], None]:
-    """uvloop where it is installed: its event loop and its compiled TLS transport cut the CPU
-    per admission by about a seventh (``bench/webhook.py``); plain asyncio otherwise."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run
-    return uvloop.run
 
 
 async def _run(config: WebhookConfig) -> None:
