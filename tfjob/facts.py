@@ -21,6 +21,7 @@ from tfjob.constants import (
     DEFAULT_RESTART_POLICY,
     KIND,
     KNOWN_TYPES,
+    MANAGED_BY_TRAINING_OPERATOR,
     MASTER,
     NORMALISE_ORDER,
     SUCCESS_POLICY_ALL_WORKERS,
@@ -77,6 +78,16 @@ class JobFacts:
     min_resources: Mapping[str, Any] | None  # schedulingPolicy.minResources as written
     suspend: bool
     deleting: bool
+    managed_by: str  # runPolicy.managedBy, "" when unset
+
+    @property
+    def managed_here(self) -> bool:
+        """Whether tfgang runs the job (reference §1.2, §3.1): managedBy unset, empty or
+        ``kubeflow.org/training-operator``, the value training-operator's jobs carry, so tfgang
+        takes over the jobs the operator ran. Any other value (Kueue's
+        ``kueue.x-k8s.io/multikueue``) names another manager: the controller plans nothing for the
+        job and the pod webhook does not mutate its pods, so the two never fight over one object."""
+        return self.managed_by in ("", MANAGED_BY_TRAINING_OPERATOR)
 
     @property
     def qualified_name(self) -> str:
@@ -159,6 +170,7 @@ def read_facts(job: Mapping[str, Any]) -> JobFacts:
         min_resources=min_resources if isinstance(min_resources, Mapping) else None,
         suspend=run_policy.get("suspend") is True,
         deleting=meta.deleting,
+        managed_by=text(run_policy.get("managedBy")),
     )
 
 

@@ -17,7 +17,7 @@ the pod is already mutated (idempotent on reinvocation).
 Requests this endpoint does not mutate get a documented answer: a non-CREATE operation, another
 kind or a subresource, a pod without the job-name label, one whose ``operator-name`` label names
 another operator (PyTorchJob pods carry the same job-name label), or one whose TFJob names another
-manager in ``runPolicy.managedBy`` (``tfjob.managedby``) is allowed unchanged. A pod whose
+manager in ``runPolicy.managedBy`` (``JobFacts.managed_here``) is allowed unchanged. A pod whose
 TFJob does not exist, whose replica type or index is not in the job, or that has no
 ``tensorflow`` container is denied (403) with a message saying which.
 
@@ -52,7 +52,6 @@ from tfjob.constants import (
     TF_CONFIG_ENV,
 )
 from tfjob.facts import read_facts
-from tfjob.managedby import managed_here
 from tfjob.naming import replica_index
 from tfjob.pods import gang_marks
 from tfjob.settings import Settings
@@ -174,9 +173,9 @@ def mutate_pod(
         return deny(
             REASON_NO_TFJOB, DENIED, f"TFJob {job_ref} (label {LABEL_JOB_NAME} of the pod) does not exist"
         )
-    if not managed_here(job):
-        return allow(REASON_IGNORED)  # another manager's job: its pods are its business
     facts = read_facts(job) if tf_configs is None else tf_configs.facts(job)
+    if not facts.managed_here:
+        return allow(REASON_IGNORED)  # another manager's job: its pods are its business
     pod = target.pod
     meta = Meta(pod)
     job_meta = Meta(job)

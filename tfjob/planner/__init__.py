@@ -2,7 +2,6 @@
 the actions that bring the cluster towards it (see ``tfjob.planner.plan``)."""
 
 from kubeobjects.times import format_time, parse_time
-from tfjob.managedby import managed_here
 from tfjob.planner.actions import (
     NORMAL,
     WARNING,
@@ -29,7 +28,7 @@ from tfjob.planner.draft import (
 )
 from tfjob.planner.exitcodes import is_retryable_exit_code
 from tfjob.planner.observed import Observed
-from tfjob.planner.plan import plan
+from tfjob.planner.plan import managed_here, plan
 from tfjob.planner.progress import Progress, progress
 
 __all__ = [

@@ -29,6 +29,10 @@ replicas whose pods change state together costs at most four writes from creatio
 * worker 0 done: ``Succeeded``, ``completionTime``, the counts with active already folded into
   succeeded, and the cleanup actions, all in that one pass -> write 4. Later passes of the
   finished job change nothing.
+
+A job that really waits (a reason that holds for ``pending_reason_grace_seconds``) costs one more
+write when the reason appears, one per new reason, and its clearing rides on the write that
+creates its pods or marks it Running.
 """
 
 from __future__ import annotations
@@ -55,7 +59,6 @@ from tfjob.constants import (
     WORKER,
 )
 from tfjob.facts import JobFacts, read_facts
-from tfjob.managedby import managed_here
 from tfjob.planner.abnormal import abnormal_pod_events
 from tfjob.planner.actions import NORMAL, WARNING, CreatePod, CreateService, DeletePod, DeleteService
 from tfjob.planner.cleanup import (
@@ -102,6 +105,11 @@ SCHEDULER_NAME_KEPT_MESSAGE = (
 )
 
 
+def managed_here(job: TFJob) -> bool:
+    """Whether tfgang runs ``job`` at all (``JobFacts.managed_here``)."""
+    return read_facts(job).managed_here
+
+
 def _untouched(job: TFJob) -> Plan:
     status = job.get("status")
     return Plan(
@@ -120,9 +128,9 @@ def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
     raw = observed.job
     if not isinstance(raw, dict):
         raise ValueError(f"the observed job must be a TFJob object, not {type(raw).__name__}")
-    if not managed_here(raw) or Meta(raw).deleting:
-        return _untouched(raw)
     facts = read_facts(raw)
+    if not facts.managed_here or facts.deleting:
+        return _untouched(raw)
     draft = Draft.starting_from(raw.get("status"), now)
     if find_condition(draft.conditions, COND_CREATED) is None:
         draft.set_condition(COND_CREATED, TRUE, REASON_CREATED, created_message(facts.name))
