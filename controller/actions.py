@@ -24,18 +24,7 @@ from kube.patches import PatchType
 from kube.resources import PODS, SERVICES, Resource
 from kubeobjects.meta import Meta
 from tfjob.planner import Observed
-from tfjob.planner.actions import (
-    Action,
-    CreatePod,
-    CreatePodGroup,
-    CreateService,
-    DeleteJob,
-    DeletePod,
-    DeletePodGroup,
-    DeleteService,
-    Event,
-    PatchPodGroup,
-)
+from tfjob.planner.actions import Action, Create, Event, Kind, PatchPodGroup
 from tfjob.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -55,17 +44,19 @@ class NotOurs(Exception):
     """A create met an existing object of that name that is not a live child of this job."""
 
 
-def _uid_of(objects: Any, name: str) -> str | None:
-    for obj in objects or ():
-        meta = Meta(obj)
-        if meta.name == name:
-            return meta.uid or None
-    return None
-
-
 # What an action came to: the API changed something (created, patched, deleted), or the desired
 # state already held (existed: a create met our own object; absent: a delete found nothing).
 Result = Literal["created", "patched", "deleted", "existed", "absent"]
+_CHANGED: tuple[Result, ...] = ("created", "patched", "deleted")
+# The controller's upstream-named counters, by target and what the action came to (None: failed).
+_COUNTERS: dict[tuple[Kind, Result | None], str] = {
+    ("pods", "created"): "created_pods",
+    ("pods", "deleted"): "deleted_pods",
+    ("services", "created"): "service_creation_succeeded",
+    ("services", None): "service_creation_failed",
+    ("podgroups", "created"): "created_pod_groups",
+    ("podgroups", "deleted"): "deleted_pod_groups",
+}
 
 
 @dataclass(frozen=True)
@@ -81,7 +72,12 @@ class ActionRunner:
         self, api: KubeApi, writes: OwnWrites, metrics: ControllerMetrics, settings: Settings = Settings()
     ) -> None:
         self._api = api
-        self._podgroups = podgroup_resource(settings)
+        self._resources: dict[Kind, Resource] = {
+            "pods": PODS,
+            "services": SERVICES,
+            "podgroups": podgroup_resource(settings),
+            "tfjobs": TFJOBS,
+        }
         self._writes = writes
         self._metrics = metrics
 
@@ -90,58 +86,39 @@ class ActionRunner:
         try:
             result = await self._dispatch(observed, action)
         except (ApiError, NotOurs) as exc:
-            if isinstance(action, CreateService):
-                self._metrics.service_creation_failed.inc()
+            self._count(action, None)
             raise ActionFailed(action, exc, action.failure_event(str(exc))) from exc
         self._count(action, result)
         # A create that found our own object reports nothing: some earlier pass made it. A delete
         # that found nothing still reports success, as upstream does.
         event = None if result == "existed" else action.success_event()
-        return Outcome(event, result in ("created", "patched", "deleted"))
+        return Outcome(event, result in _CHANGED)
 
-    def _count(self, action: Action, result: Result) -> None:
-        metrics = self._metrics
-        if result == "created":
-            if isinstance(action, CreatePod):
-                metrics.created_pods.inc()
-            elif isinstance(action, CreateService):
-                metrics.service_creation_succeeded.inc()
-            elif isinstance(action, CreatePodGroup):
-                metrics.created_pod_groups.inc()
-        elif result == "deleted":
-            if isinstance(action, DeletePod):
-                metrics.deleted_pods.inc()
-            elif isinstance(action, DeletePodGroup):
-                metrics.deleted_pod_groups.inc()
+    def _count(self, action: Action, result: Result | None) -> None:
+        """Every metric about an action, in one place; ``None``: the action failed."""
+        kind = action.target.kind
+        if result in _CHANGED:
+            self._metrics.api_writes.labels(resource=self._resources[kind].plural, verb=action.verb).inc()
+        counter = _COUNTERS.get((kind, result))
+        if counter is not None:
+            getattr(self._metrics, counter).inc()
 
     async def _dispatch(self, observed: Observed, action: Action) -> Result:
-        job = observed.job
-        meta = Meta(job)
+        meta = Meta(observed.job)
         namespace, job_uid = meta.namespace, meta.uid
-        if isinstance(action, CreatePodGroup):
-            return await self._create(self._podgroups, dict(action.podgroup), namespace, job_uid)
+        target = action.target
+        res = self._resources[target.kind]
         if isinstance(action, PatchPodGroup):
             patched = await self._api.patch(
-                self._podgroups, action.name, action.patch, namespace, patch_type=PatchType.MERGE
+                res, target.name, action.patch, namespace, patch_type=PatchType.MERGE
             )
-            self._writes.wrote(self._podgroups.plural, patched)
-            self._metrics.api_writes.labels(resource=self._podgroups.plural, verb="patch").inc()
+            self._writes.wrote(res.plural, patched)
             return "patched"
-        if isinstance(action, DeletePodGroup):
-            uid = Meta(observed.podgroup).uid or None
-            return await self._delete(self._podgroups, action.name, namespace, uid, job_uid)
-        if isinstance(action, CreatePod):
-            return await self._create(PODS, dict(action.pod), namespace, job_uid)
-        if isinstance(action, DeletePod):
-            return await self._delete(PODS, action.name, namespace, action.uid or None, job_uid)
-        if isinstance(action, CreateService):
-            return await self._create(SERVICES, dict(action.service), namespace, job_uid)
-        if isinstance(action, DeleteService):
-            uid = _uid_of(observed.services, action.name)
-            return await self._delete(SERVICES, action.name, namespace, uid, job_uid)
-        if isinstance(action, DeleteJob):
-            return await self._delete(TFJOBS, action.name, namespace, action.uid or None, "")
-        raise TypeError(f"unknown action {action!r}")
+        if isinstance(action, Create):
+            return await self._create(res, dict(action.body), namespace, job_uid)
+        # The job itself has no owner whose children the overlay tracks.
+        owner_uid = "" if target.kind == "tfjobs" else job_uid
+        return await self._delete(res, target.name, namespace, target.uid or None, owner_uid)
 
     async def _create(self, res: Resource, body: dict[str, Any], namespace: str, job_uid: str) -> Result:
         """Create ``body``, or find it already there as ours."""
@@ -161,7 +138,6 @@ class ActionRunner:
             self._writes.wrote(res.plural, existing)
             return "existed"
         self._writes.wrote(res.plural, created)
-        self._metrics.api_writes.labels(resource=res.plural, verb="create").inc()
         return "created"
 
     async def _delete(
@@ -183,7 +159,6 @@ class ActionRunner:
             result = "absent"
         else:
             result = "deleted"
-            self._metrics.api_writes.labels(resource=res.plural, verb="delete").inc()
         if uid:
             self._writes.deleted(res.plural, namespace, name, uid, owner_uid)
         return result

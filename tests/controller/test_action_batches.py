@@ -26,6 +26,6 @@ def test_deletes_keep_plan_order_and_split_create_runs() -> None:
     pod0 = CreatePod({"metadata": {"name": "a"}})
     delete = DeletePod("b", "uid-b")
     pod1 = CreatePod({"metadata": {"name": "c"}})
-    drop = DeletePodGroup("j")
+    drop = DeletePodGroup("j", "uid-j")
     assert batches((pod0, delete, pod1, drop)) == [(pod0,), (delete,), (pod1,), (drop,)]
     assert batches(()) == []

@@ -1,6 +1,9 @@
 """What a reconcile pass asks the controller to do, and the events it reports about the TFJob.
 
-Actions are carried out in plan order. The planner emits the *decision* events (conditions,
+Actions are carried out in plan order. Each names its ``target`` (the resource, the object's
+name and, for a delete, the uid it means: a precondition, so a delete never removes a newer
+object of the same name) and its ``verb``, so the controller carries every action out the same
+way without looking anything up. The planner emits the *decision* events (conditions,
 restarts, exit codes, template overrides); the events that depend on an API call's outcome
 (``SuccessfulCreatePod``, ``FailedDeletePodGroup``, ...) are described here, next to the action,
 through ``success_event`` / ``failure_event``, so the controller reports every action uniformly
@@ -9,9 +12,11 @@ with upstream's reasons and messages (reference §3.4, §3.5, §5.8, §7.2).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final, Literal
 
+from kubeobjects.meta import Meta
 from tfjob.constants import (
     EVENT_FAILED_CREATE_POD,
     EVENT_FAILED_CREATE_SERVICE,
@@ -41,18 +46,34 @@ class Event:
     message: str
 
 
-def _name_of(obj: Pod | Service | PodGroup) -> str:
-    metadata = obj.get("metadata") or {}
-    return str(metadata.get("name", ""))
+# The resources actions touch, by plural; the controller maps each to its API resource.
+Kind = Literal["pods", "services", "podgroups", "tfjobs"]
+Verb = Literal["create", "patch", "delete"]
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: Kind
+    name: str
+    uid: str = ""  # deletes: only this object; "" for creates and patches
 
 
 @dataclass(frozen=True)
 class CreatePod:
     pod: Pod
+    verb: ClassVar[Verb] = "create"
 
     @property
     def name(self) -> str:
-        return _name_of(self.pod)
+        return Meta(self.pod).name
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        return self.pod
+
+    @property
+    def target(self) -> Target:
+        return Target("pods", self.name)
 
     def success_event(self) -> Event | None:
         return Event(NORMAL, EVENT_SUCCESSFUL_CREATE_POD, f"Created pod: {self.name}")
@@ -64,7 +85,12 @@ class CreatePod:
 @dataclass(frozen=True)
 class DeletePod:
     name: str
-    uid: str  # a precondition for the delete: never remove a newer pod of the same name
+    uid: str
+    verb: ClassVar[Verb] = "delete"
+
+    @property
+    def target(self) -> Target:
+        return Target("pods", self.name, self.uid)
 
     def success_event(self) -> Event | None:
         return Event(NORMAL, EVENT_SUCCESSFUL_DELETE_POD, f"Deleted pod: {self.name}")
@@ -76,10 +102,19 @@ class DeletePod:
 @dataclass(frozen=True)
 class CreateService:
     service: Service
+    verb: ClassVar[Verb] = "create"
 
     @property
     def name(self) -> str:
-        return _name_of(self.service)
+        return Meta(self.service).name
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        return self.service
+
+    @property
+    def target(self) -> Target:
+        return Target("services", self.name)
 
     def success_event(self) -> Event | None:
         return Event(NORMAL, EVENT_SUCCESSFUL_CREATE_SERVICE, f"Created service: {self.name}")
@@ -91,6 +126,12 @@ class CreateService:
 @dataclass(frozen=True)
 class DeleteService:
     name: str
+    uid: str
+    verb: ClassVar[Verb] = "delete"
+
+    @property
+    def target(self) -> Target:
+        return Target("services", self.name, self.uid)
 
     def success_event(self) -> Event | None:
         return Event(NORMAL, EVENT_SUCCESSFUL_DELETE_SERVICE, f"Deleted service: {self.name}")
@@ -102,10 +143,19 @@ class DeleteService:
 @dataclass(frozen=True)
 class CreatePodGroup:
     podgroup: PodGroup
+    verb: ClassVar[Verb] = "create"
 
     @property
     def name(self) -> str:
-        return _name_of(self.podgroup)
+        return Meta(self.podgroup).name
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        return self.podgroup
+
+    @property
+    def target(self) -> Target:
+        return Target("podgroups", self.name)
 
     def success_event(self) -> Event | None:
         return None
@@ -120,6 +170,11 @@ class PatchPodGroup:
 
     name: str
     patch: dict[str, Any]
+    verb: ClassVar[Verb] = "patch"
+
+    @property
+    def target(self) -> Target:
+        return Target("podgroups", self.name)
 
     def success_event(self) -> Event | None:
         return None
@@ -131,6 +186,12 @@ class PatchPodGroup:
 @dataclass(frozen=True)
 class DeletePodGroup:
     name: str
+    uid: str
+    verb: ClassVar[Verb] = "delete"
+
+    @property
+    def target(self) -> Target:
+        return Target("podgroups", self.name, self.uid)
 
     def success_event(self) -> Event | None:
         return Event(NORMAL, EVENT_SUCCESSFUL_DELETE_PODGROUP, f"Deleted PodGroup: {self.name}")
@@ -145,6 +206,11 @@ class DeleteJob:
 
     name: str
     uid: str
+    verb: ClassVar[Verb] = "delete"
+
+    @property
+    def target(self) -> Target:
+        return Target("tfjobs", self.name, self.uid)
 
     def success_event(self) -> Event | None:
         return Event(NORMAL, EVENT_SUCCESSFUL_DELETE_JOB, f"Deleted job: {self.name}")
@@ -163,3 +229,5 @@ Action = (
     | DeletePodGroup
     | DeleteJob
 )
+Create = CreatePod | CreateService | CreatePodGroup
+Delete = DeletePod | DeleteService | DeletePodGroup | DeleteJob

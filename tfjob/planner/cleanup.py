@@ -65,7 +65,7 @@ def delete_pods_and_services(draft: Draft, pods: Sequence[Obj], services: Sequen
             draft.act(DeletePod(name, Meta(pod).uid))
         service = services_by_name.get(name)
         if service is not None and not Meta(service).deleting:
-            draft.act(DeleteService(name))
+            draft.act(DeleteService(name, Meta(service).uid))
 
 
 def delete_everything(draft: Draft, pods: Sequence[Obj], services: Sequence[Obj]) -> None:
@@ -73,7 +73,7 @@ def delete_everything(draft: Draft, pods: Sequence[Obj], services: Sequence[Obj]
     delete_pods_and_services(draft, pods, [])
     for service in services:
         if not Meta(service).deleting:
-            draft.act(DeleteService(Meta(service).name))
+            draft.act(DeleteService(Meta(service).name, Meta(service).uid))
 
 
 def delete_podgroup(draft: Draft, podgroup: PodGroup | None, *, announce: bool = True) -> None:
@@ -81,7 +81,7 @@ def delete_podgroup(draft: Draft, podgroup: PodGroup | None, *, announce: bool =
         return
     if announce:
         draft.emit(NORMAL, EVENT_JOB_TERMINATED, JOB_TERMINATED_MESSAGE)
-    draft.act(DeletePodGroup(Meta(podgroup).name))
+    draft.act(DeletePodGroup(Meta(podgroup).name, Meta(podgroup).uid))
 
 
 def pods_to_clean(clean_pod_policy: str, pods: Sequence[Obj]) -> list[Obj]:

@@ -319,4 +319,4 @@ def _reconcile_services(
                 continue
             draft.act(CreateService(service))
         elif len(found) == 1 and index >= replica.replicas and not Meta(found[0]).deleting:
-            draft.act(DeleteService(Meta(found[0]).name))
+            draft.act(DeleteService(Meta(found[0]).name, Meta(found[0]).uid))
