@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from certs.keeper import KeeperSettings
+from certs.pem import InvalidCertificate
 from kube import eventloop
 from kube.api import KubeApi
 from kube.apimetrics import PrometheusRequestMetrics
@@ -43,7 +44,7 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
         metrics.certificate_expiry.set(not_after.timestamp())
         metrics.certificate_reloads.inc()
 
-    reloader = CertificateReloader(config.cert_dir, on_reload=certificate_loaded)
+    reloader = CertificateReloader(config.cert_dir, on_reload=certificate_loaded, client_ca=config.client_ca)
     reloader.reload_if_changed()
     client = await make_api_client(config.kubeconfig)
     api_requests = PrometheusRequestMetrics(registry)
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_json_logging(config.log_level)
     try:
         eventloop.run(_run(config))
-    except ConfigError as exc:
+    except (ConfigError, InvalidCertificate) as exc:
         logger.error("cannot start: %s", exc)
         return 1
     except OSError as exc:

@@ -64,6 +64,7 @@ class WebhookConfig:
     log_level: str = "INFO"
     self_managed: SelfManagedSettings | None = None
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    client_ca: str | None = None
 
 
 def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
@@ -87,6 +88,7 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
     add("--api-timeout", 3.0, "seconds for a TFJob GET on a cache miss", type=positive_number)
     add("--shutdown-delay", 0.0, "seconds to stay up unready after SIGTERM", type=non_negative_number)
     add("--log-level", "INFO", "DEBUG, INFO, WARNING or ERROR")
+    add("--client-ca", None, "PEM CA bundle: serve only callers with a client certificate it signed")
     group = parser.add_argument_group("connections (bounds on what any caller can hold)")
     for flag, help_text in _LIMIT_FLAGS.items():
         default = getattr(ConnectionLimits(), flag.replace("-", "_"))
@@ -154,6 +156,7 @@ def parse_config(
         shutdown_delay=args.shutdown_delay,
         log_level=args.log_level.upper(),
         self_managed=self_managed,
+        client_ca=args.client_ca or None,
         limits=ConnectionLimits(
             **{flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag in _LIMIT_FLAGS}
         ),

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -122,6 +123,15 @@ class HttpsServer:
 
     async def _connect(self, connection: socket.socket) -> None:
         loop = asyncio.get_running_loop()
+        released = False
+
+        def release() -> None:
+            # Once per connection, whichever of the handshake's failure or the close comes.
+            nonlocal released
+            if not released:
+                released = True
+                self._slots.release()
+
         handed_over = False
         try:
             connection.setblocking(False)
@@ -133,7 +143,7 @@ class HttpsServer:
             assert self._runner is not None and self._runner.server is not None
             server = self._runner.server
             await loop.connect_accepted_socket(
-                lambda: self._handler(server),
+                lambda: self._handler(server, release),
                 connection,
                 ssl=self._ssl_context,
                 ssl_handshake_timeout=self._limits.handshake_timeout,
@@ -144,15 +154,15 @@ class HttpsServer:
         finally:
             if not handed_over:
                 connection.close()
-                self._slots.release()
+                release()
 
-    def _handler(self, server: Any) -> GuardedRequestHandler:
+    def _handler(self, server: Any, on_close: Callable[[], None]) -> GuardedRequestHandler:
         limits = self._limits
         return GuardedRequestHandler(
             server,
             loop=asyncio.get_running_loop(),
             header_timeout=limits.header_timeout,
-            on_close=self._slots.release,
+            on_close=on_close,
             keepalive_timeout=limits.idle_timeout,
             max_line_size=limits.max_header_bytes,
             max_field_size=limits.max_header_bytes,

@@ -36,6 +36,17 @@ def new_server_context() -> ssl.SSLContext:
     return context
 
 
+def require_client_certificates(context: ssl.SSLContext, client_ca: Path | str) -> None:
+    """Accept only callers presenting a certificate signed by ``client_ca`` (PEM bundle), e.g.
+    kube-apiserver configured with a client certificate for this webhook (see docs/deployment.md).
+    Read once: a new client CA takes a restart."""
+    try:
+        context.load_verify_locations(cafile=str(client_ca))
+    except (OSError, ssl.SSLError) as exc:
+        raise InvalidCertificate(f"cannot load the client CA {client_ca}: {exc}") from exc
+    context.verify_mode = ssl.CERT_REQUIRED
+
+
 class CertificateReloader:
     def __init__(
         self,
@@ -44,12 +55,15 @@ class CertificateReloader:
         cert_file: str = CERT_FILE,
         key_file: str = KEY_FILE,
         on_reload: Callable[[datetime.datetime], None] | None = None,
+        client_ca: Path | str | None = None,
     ) -> None:
         self._on_reload = on_reload
         self._failed_fingerprint: Fingerprint | None = None
         self._cert_path = Path(cert_dir) / cert_file
         self._key_path = Path(cert_dir) / key_file
         self.context = new_server_context()
+        if client_ca is not None:
+            require_client_certificates(self.context, client_ca)
         self._fingerprint: Fingerprint | None = None
         self.loaded = False
         self.not_after: datetime.datetime | None = None

@@ -120,3 +120,16 @@ def test_webhook_connection_limits_reach_the_webhook() -> None:
         max_headers=32,
         max_inflight_body_bytes=64 * 1024 * 1024,
     )
+
+
+def test_a_client_ca_is_mounted_and_reaches_the_webhook() -> None:
+    objects = render_chart({"webhook": {"clientCA": {"configMapName": "apiserver-clients"}}}, NAMESPACE)
+    config = parse_webhook_config([], container_environment(objects, "tfgang-webhook"))
+    assert config.client_ca == "/var/run/tfgang/client-ca/ca.crt"
+    pod = find_object(objects, "Deployment", "tfgang-webhook")["spec"]["template"]["spec"]
+    [volume] = [v for v in pod["volumes"] if v["name"] == "client-ca"]
+    assert volume["configMap"]["name"] == "apiserver-clients"
+    [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "client-ca"]
+    assert mount["mountPath"] == "/var/run/tfgang/client-ca"
+    default = parse_webhook_config([], container_environment(render_chart({}, NAMESPACE), "tfgang-webhook"))
+    assert default.client_ca is None

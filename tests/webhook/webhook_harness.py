@@ -62,9 +62,10 @@ async def running_webhook(
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     limits: ConnectionLimits | None = None,
+    client_ca: Path | None = None,
 ) -> AsyncIterator[RunningWebhook]:
     lookup = StaticJobs(list(jobs)) if isinstance(jobs, list | tuple) else jobs
-    reloader = CertificateReloader(cert_dir)
+    reloader = CertificateReloader(cert_dir, client_ca=client_ca)
     if not reloader.reload_if_changed():
         raise RuntimeError(f"no certificate in {cert_dir}")
     registry = CollectorRegistry()
