@@ -35,6 +35,7 @@ _ALERT_TYPE = b"\x15"
 _PROTOCOL_VERSION_ALERT = b"\x00\x02\x02\x46"
 # Record header (5 bytes), handshake type and length (4), then the ClientHello's version (2).
 _HELLO_PREFIX = 11
+LISTEN_BACKLOG = 1024
 
 
 class HttpsServer:
@@ -177,7 +178,9 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listening.bind((host, port))
-        listening.listen(128)
+        # Room for the clients that wait while the connection cap is reached (the kernel caps it
+        # at net.core.somaxconn); an overflowing backlog would drop their handshakes.
+        listening.listen(LISTEN_BACKLOG)
         listening.setblocking(False)
     except OSError:
         listening.close()
