@@ -61,6 +61,16 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _priority_class(spec: str) -> tuple[str, int]:
+    name, sep, value = spec.partition("=")
+    try:
+        if not sep or not name:
+            raise ValueError(spec)
+        return name, int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with an integer VALUE, got {spec!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubectl tfjob",
@@ -87,6 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     _settings_flags(explain_parser)
     explain_parser.add_argument(
         "--cluster-domain", default="", help="suffix after .svc in TF_CONFIG addresses"
+    )
+    explain_parser.add_argument(
+        "--priority-class",
+        action="append",
+        default=[],
+        type=_priority_class,
+        metavar="NAME=VALUE",
+        help="a PriorityClass value, for the order of minResources (offline, every class counts as 0)",
     )
 
     status_parser = commands.add_parser(
@@ -153,8 +171,9 @@ def _print(text: str) -> None:
 
 def run_explain(args: argparse.Namespace) -> int:
     settings = Settings(gang_scheduler_name=args.gang_scheduler_name, cluster_domain=args.cluster_domain)
+    priorities = dict(args.priority_class)
     views = [
-        explain(job, settings, namespace=args.namespace or "default")
+        explain(job, settings, namespace=args.namespace or "default", priority_values=priorities)
         for job in _read_manifests(args.filename)
     ]
     if args.output == "text":

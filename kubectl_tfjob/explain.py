@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, NotRequired, TypedDict
 
-from tfjob.constants import CONTAINER_NAME, TF_CONFIG_ENV
+from kubeobjects.meta import Meta, mapping, text
+from tfjob.constants import CONTAINER_NAME, LABEL_REPLICA_TYPE, TF_CONFIG_ENV
 from tfjob.facts import read_facts
 from tfjob.naming import replica_index
 from tfjob.planner import CreatePod, CreatePodGroup, CreateService, Observed, format_time, managed_here, plan
@@ -146,21 +147,21 @@ def _plan_creation(
 
 def _admitted_pod(pod: Pod, job: TFJob, settings: Settings) -> PodView:
     """The controller's pod as it leaves pod admission: what ``webhook.mutate_pod`` adds to it."""
-    metadata: Any = pod.get("metadata") or {}
-    pod_spec: Any = pod.get("spec") or {}
-    labels = dict(metadata.get("labels") or {})
-    annotations = dict(metadata.get("annotations") or {})
+    meta = Meta(pod)
+    pod_spec = mapping(pod.get("spec"))
+    labels = dict(meta.labels)
+    annotations = dict(meta.annotations)
     facts = read_facts(job)
-    replica = facts.replica_for_label(labels.get("training.kubeflow.org/replica-type", ""))
+    replica = facts.replica_for_label(meta.label(LABEL_REPLICA_TYPE) or "")
     if replica is None:
-        raise ValueError(f"the planner made a pod of no replica type of the job: {metadata.get('name')!r}")
+        raise ValueError(f"the planner made a pod of no replica type of the job: {meta.name!r}")
     rtype = replica.rtype
     index = replica_index(pod) or 0
     marks = gang_marks(replica, facts.name, settings)
     labels.update(marks.labels)
     annotations.update(marks.annotations)
     # The API server defaults an empty schedulerName before admission, as kube-apiserver does.
-    scheduler_name = marks.scheduler_name or pod_spec.get("schedulerName") or "default-scheduler"
+    scheduler_name = marks.scheduler_name or text(pod_spec.get("schedulerName")) or "default-scheduler"
     warnings: list[str] = []
     value = tf_config(facts, rtype, index, cluster_domain=settings.cluster_domain)
     own = _own_tf_config(pod_spec)
@@ -169,13 +170,13 @@ def _admitted_pod(pod: Pod, job: TFJob, settings: Settings) -> PodView:
         warnings.append(USER_TF_CONFIG_KEPT)
         value = own
     return PodView(
-        name=str(metadata.get("name") or ""),
+        name=meta.name,
         replicaType=rtype,
         index=index,
         labels=labels,
         annotations=annotations,
         schedulerName=scheduler_name,
-        restartPolicy=str(pod_spec.get("restartPolicy") or ""),
+        restartPolicy=text(pod_spec.get("restartPolicy")),
         tfConfig=value,
         warnings=warnings,
     )

@@ -226,3 +226,23 @@ def test_kubectl_lists_the_plugin() -> None:
     result = via_kubectl("explain", "-f", str(SEED_DIR / "normal.yaml"), "-o", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["podGroup"]["spec"]["minMember"] == 4
+
+
+def test_priority_class_values_order_min_resources_as_the_controller_looks_them_up() -> None:
+    job = _job(PS=_replica(1, priorityClassName="low"), Worker=_replica(2, priorityClassName="high"))
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "2"}
+    }
+    job["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 2}}
+    unknown = plugin("explain", "-f", "-", "-o", "json", stdin=json.dumps(job))
+    assert unknown.returncode == 0, unknown.stderr
+    # Every class counts as 0: the type order (PS before Worker) decides: one PS and one worker.
+    assert json.loads(unknown.stdout)["podGroup"]["spec"]["minResources"] == {"cpu": "3", "memory": "1Gi"}
+    known = plugin(
+        "explain", "-f", "-", "-o", "json", "--priority-class", "high=1000", "--priority-class", "low=1",
+        stdin=json.dumps(job),
+    )
+    assert known.returncode == 0, known.stderr
+    assert json.loads(known.stdout)["podGroup"]["spec"]["minResources"] == {"cpu": "4"}
+    bad = plugin("explain", "-f", "-", "--priority-class", "high", stdin=json.dumps(job))
+    assert bad.returncode == 2 and "expected NAME=VALUE" in bad.stderr
