@@ -123,6 +123,8 @@ def test_the_dashboard_configmap_is_what_grafanas_sidecar_loads() -> None:
     assert config_map["metadata"]["namespace"] == "monitoring"
     assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert config_map["metadata"]["annotations"] == {"grafana_folder": "ML"}
+    # kubectl apply keeps the whole object in an annotation limited to 256 KiB.
+    assert len(json.dumps(config_map)) < 200_000
     assert json.loads(config_map["data"]["tfgang.json"]) == json.loads(
         (CHART_DIR / "dashboards" / "tfgang.json").read_text()
     )
