@@ -35,7 +35,6 @@ from tfjob.planner.draft import Draft
 from tfjob.wire import JobStatus, PodGroup
 
 PODGROUP_UNSCHEDULABLE: Final = "Unschedulable"
-PODGROUP_SCHEDULED: Final = "Scheduled"
 PHASES_WAITING: Final = frozenset({"", "Pending", "Inqueue"})
 PHASES_NOT_ADMITTED: Final = frozenset({"", "Pending"})
 POD_SCHEDULED: Final = "PodScheduled"
