@@ -1,13 +1,17 @@
 """Every metric the chart's dashboard panels and alert rules read is one the components really
-export: read from the ``/metrics`` of a running webhook and controller, never from a hand list."""
+export: read from the ``/metrics`` of a running webhook and controller, never from a hand list; and
+the controller's job-state metrics follow a real job from waiting for its gang to running."""
 
 from __future__ import annotations
 
+import asyncio
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tests.chart.monitoring import dashboard_expressions, metric_names, rule_expressions
 
+from .cluster import Cluster, admit_and_wait_for_pods, eventually, simple_job, wait_for_state
 from .operator import WebhookHandle, controller_process, metrics_text
 
 # The sample names each metric type is exposed under (Prometheus text format).
@@ -55,3 +59,45 @@ def test_every_metric_of_the_dashboard_and_the_alerts_is_exported(
     }
     assert not unknown, f"not exported by the webhook or the controller: {unknown}"
     assert all(metric_names(expr) for expr in expressions.values())
+
+
+def _samples(text: str, name: str) -> dict[str, float]:
+    """``{labels: value}`` of one metric's samples on a /metrics page."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            series, value = line.rsplit(" ", 1)
+            found[series[len(name) :]] = float(value)
+    return found
+
+
+async def test_a_job_waiting_for_its_gang_is_the_oldest_pending_until_it_runs(
+    cluster: Cluster, controller_kubeconfig: str, tmp_path: Path
+) -> None:
+    ns = cluster.namespace
+    with controller_process(controller_kubeconfig, tmp_path, "--namespace", ns) as (_process, ops_port):
+        created = await cluster.create_job(simple_job("waits", ns))
+        await eventually(lambda: cluster.podgroup("waits"), what="PodGroup waits")
+        await wait_for_state(cluster, "waits", "Created")
+
+        async def page() -> str:
+            return await asyncio.to_thread(metrics_text, ops_port)
+
+        waiting = await page()
+        created_at = datetime.fromisoformat(created["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+        assert _samples(waiting, "tfgang_controller_oldest_pending_job_timestamp_seconds") == {
+            "": created_at.timestamp()
+        }
+        assert _samples(waiting, "tfgang_controller_jobs") == {'{condition="Created"}': 1.0}
+
+        (pod,) = await admit_and_wait_for_pods(cluster, "waits", 1)
+        await cluster.run_pods([pod])
+        await wait_for_state(cluster, "waits", "Running")
+
+        async def running_page() -> str | None:
+            text = await page()
+            counted = _samples(text, "tfgang_controller_jobs")
+            return text if counted == {'{condition="Running"}': 1.0} else None
+
+        running = await eventually(running_page, what="the job counted as Running")
+        assert _samples(running, "tfgang_controller_oldest_pending_job_timestamp_seconds") == {}
