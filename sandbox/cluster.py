@@ -112,6 +112,8 @@ class ClusterOptions:
     log_level: str = "INFO"
     faults: StandingFaults = field(default_factory=StandingFaults)
     """Standing faults of the API server, in force once every component is ready."""
+    controller_flags: tuple[str, ...] = ()
+    """Extra flags of the controller process (``--leader-elect``, lease timings, ...)."""
 
 
 def free_port() -> int:
@@ -270,7 +272,7 @@ class LocalCluster:
         cert_dir = self.workdir / "webhook-certs"
         await self._issue_certificate(cert_dir)
         self.webhook_port = free_port()
-        self.ops_ports = {"webhook": free_port(), "controller": free_port()}
+        self.ops_ports = {"webhook": free_port()}
         webhook_kubeconfig = self._identity_kubeconfig("webhook", WEBHOOK_IDENTITY)
         controller_kubeconfig = self._identity_kubeconfig("controller", CONTROLLER_IDENTITY)
         webhook = _python(
@@ -278,17 +280,35 @@ class LocalCluster:
             "--host", "127.0.0.1", "--port", str(self.webhook_port),
             "--ops-port", str(self.ops_ports["webhook"]), "--log-level", self.options.log_level,
         )  # fmt: skip
-        controller = _python(
-            "controller", "--kubeconfig", controller_kubeconfig, "--ops-host", "127.0.0.1",
-            "--ops-port", str(self.ops_ports["controller"]), "--log-level", self.options.log_level,
-        )  # fmt: skip
         await self.supervisor.start(self._spec("webhook", webhook))
         await self._until(lambda: _http_ok(self.ops_ports["webhook"]), "the webhook to be ready")
         ca_bundle = ca_bundle_of((cert_dir / "ca.crt").read_bytes())
         for configuration in webhook_configurations(f"https://127.0.0.1:{self.webhook_port}", ca_bundle):
             await self.server.apply_object(configuration)
-        await self.supervisor.start(self._spec("controller", controller))
-        await self._until(lambda: _http_ok(self.ops_ports["controller"]), "the controller to be ready")
+        await self.start_controller("controller", controller_kubeconfig)
+
+    async def start_controller(self, name: str, kubeconfig: str | None = None) -> int:
+        """Start a controller process called ``name`` (a second replica, say) with the cluster's
+        controller flags and, unless given a kubeconfig, an identity of its own; its ops port once
+        it is ready (a standby waiting for the Lease is ready too)."""
+        if kubeconfig is None:
+            identity = Identity(f"{CONTROLLER_IDENTITY.user}-{name}", CONTROLLER_IDENTITY.groups)
+            kubeconfig = self._identity_kubeconfig(name, identity)
+        port = self.ops_ports[name] = free_port()
+        controller = _python(
+            "controller", "--kubeconfig", kubeconfig, "--ops-host", "127.0.0.1",
+            "--ops-port", str(port), "--log-level", self.options.log_level, *self.options.controller_flags,
+        )  # fmt: skip
+        await self.supervisor.start(self._spec(name, controller))
+        await self._until(lambda: _http_ok(port), f"{name} to be ready")
+        return port
+
+    async def restart(self, name: str) -> None:
+        """Start a component that was killed on purpose again, and wait until it is ready."""
+        await self.supervisor.restart(name)
+        port = self.ops_ports.get(name)
+        if port is not None:
+            await self._until(lambda: _http_ok(port), f"{name} to be ready again")
 
     async def _issue_certificate(self, cert_dir: Path) -> None:
         log_path = self.log_dir / "certs.log"

@@ -100,6 +100,8 @@ class Supervisor:
         self._children: list[ChildProcess] = []
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
+        self._killed: set[ChildProcess] = set()
+        """Children killed on purpose (chaos tests): their exit is not a failure."""
         self.failed = asyncio.Event()
         self.failure = ""
 
@@ -113,9 +115,31 @@ class Supervisor:
         self._watchers.append(asyncio.create_task(self._watch(child), name=f"watch-{spec.name}"))
         return child
 
+    def child(self, name: str) -> ChildProcess:
+        """The running child called ``name`` (the latest one started under that name)."""
+        for child in reversed(self._children):
+            if child.spec.name == name:
+                return child
+        raise KeyError(f"no child called {name!r}")
+
+    async def kill(self, name: str, signum: int = signal.SIGKILL) -> int:
+        """Kill a child on purpose, as ``kill -9`` would (its exit is not a failure); its code."""
+        child = self.child(name)
+        self._killed.add(child)
+        child._signal_group(signum)
+        return await child.wait()
+
+    async def restart(self, name: str) -> ChildProcess:
+        """Start a killed child again with the same spec, as a Deployment would."""
+        old = self.child(name)
+        if old.returncode is None:
+            raise RuntimeError(f"{name} is still running")
+        self._children.remove(old)
+        return await self.start(old.spec)
+
     async def _watch(self, child: ChildProcess) -> None:
         code = await child.wait()
-        if self._stopping:
+        if self._stopping or child in self._killed:
             return
         message = f"{child.spec.name} exited unexpectedly with code {code}"
         tail = log_tail(child.spec.log_path)
