@@ -6,7 +6,8 @@ exists before any pod), except that a run of pod and service creates goes out co
 failed action ends the pass with an error once its batch is done, and the work queue
 retries the key with backoff. Nothing half-made is remembered: the next pass plans again from
 what it observes. The status is written only after every action succeeded, and only if changed;
-the one exception is a create the API refuses, which the Created condition reports at once. A
+the exceptions are a create the API refuses, which the Created condition reports at once, and the
+pass that finishes the job, whose verdict is written before its cleanup actions run. A
 change of replica counts alone is held back briefly (``controller.status``) and the job requeued
 for the moment it is due.
 """
@@ -29,6 +30,7 @@ from kube.errors import ApiError
 from kube.logs import log_fields
 from tfjob.planner import COUNTER_CREATED, Observed, plan
 from tfjob.planner.actions import Action, CreatePod, CreateService, Event
+from tfjob.planner.conditions import is_finished
 from tfjob.planner.waiting import refused_creation_status
 from tfjob.settings import Settings
 
@@ -73,6 +75,13 @@ class PassResult:
     status_written: bool
 
 
+def _finishes(job: Mapping[str, Any], new_status: Mapping[str, Any]) -> bool:
+    """Whether ``new_status`` makes the job Succeeded or Failed for the first time."""
+    old = job.get("status")
+    old_conditions = (old.get("conditions") if isinstance(old, Mapping) else None) or []
+    return is_finished(new_status.get("conditions") or []) and not is_finished(old_conditions)
+
+
 class Reconciler:
     def __init__(
         self,
@@ -113,6 +122,14 @@ class Reconciler:
             result = plan(observed, self._clock(), self._settings)
             namespace = str(metadata.get("namespace") or "")
             writes = 0
+            status_written = False
+            finishing = _finishes(job, result.status)
+            if finishing:
+                # The verdict goes first: a controller killed amid the cleanup must leave a finished
+                # job behind, never a running one whose PodGroup is gone (its successor would make
+                # the PodGroup again).
+                status_written = await self._status.write(job, result.status)
+                writes += int(status_written)
             try:
                 for batch in batches(result.actions):
                     writes += await self._run_batch(job, observed, batch)
@@ -125,8 +142,9 @@ class Reconciler:
                 # pass whose actions all happened.
                 self._record_all(job, result.events)
                 raise
-            status_written = await self._status.write(job, result.status)
-            writes += int(status_written)
+            if not finishing:
+                status_written = await self._status.write(job, result.status)
+                writes += int(status_written)
             requeue_after = result.requeue_after
             held = self._status.due_in(str(metadata.get("uid") or ""))
             if held is not None:
