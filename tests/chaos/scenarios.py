@@ -63,7 +63,7 @@ class Figures:
     requests: int = 0
     failed_requests: int = 0
     errors: tuple[str, ...] = ()
-    """A few distinct failures, to say what went wrong."""
+    """A few distinct failures or the objects made twice, to say what went wrong."""
 
     @property
     def lost(self) -> int:
@@ -137,6 +137,11 @@ class Census:
     def duplicates(self) -> int:
         return sum(len(uids) - 1 for uids in self.uids.values())
 
+    @property
+    def duplicated(self) -> tuple[str, ...]:
+        twice = (f"{plural}/{name}" for (plural, name), uids in self.uids.items() if len(uids) > 1)
+        return tuple(sorted(twice))
+
     def succeeded(self, names: list[str]) -> int:
         return sum(self.states.get(name) == "Succeeded" for name in names)
 
@@ -197,7 +202,7 @@ def _figures(scenario: str, census: Census, names: list[str], started: float, **
         len(census.ever_failed),
         census.duplicates,
         time.monotonic() - started,
-        **extra,
+        **{"errors": census.duplicated, **extra},
     )
 
 
