@@ -8,13 +8,19 @@ import uuid
 from typing import Any
 
 from kube.patches import PatchType
-from kube.resources import NODES, QUEUES_V1BETA1
+from kube.resources import NODES, QUEUES_V1BETA1, Resource
 from sandbox.kubectl import find_kubectl, kubectl
+from sandbox.testing import start_apiserver
 
 from .cluster import Cluster, condition, eventually, simple_job
 from .gang import gang_scheduler, node
 from .operator import controller_config, running_controller
 
+RBAC = "rbac.authorization.k8s.io/v1"
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
+CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
 GRACE = 1.0  # the controller reports a reason once it has held this long
 
 
@@ -148,3 +154,52 @@ async def test_a_pod_the_api_refuses_is_explained_on_the_tfjob(
 
         (event,) = await eventually(failed_create_event, 10, what="the FailedCreatePod event")
         assert event["type"] == "Warning" and "Side_Car" in event["message"]
+
+
+async def test_a_pod_create_forbidden_to_the_controller_is_explained_on_the_tfjob() -> None:
+    """A 403 (here RBAC: the controller may do everything but create pods; a ResourceQuota or an
+    admission webhook answers the same way) reaches the Created condition too."""
+    with start_apiserver(authorize=True) as server:
+        _token, kubeconfig = server.add_user("tfgang-controller")
+        everything_but_creating_pods = [
+            {"apiGroups": ["kubeflow.org"], "resources": ["tfjobs", "tfjobs/status"], "verbs": ["*"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
+            {"apiGroups": [""], "resources": ["services", "events"], "verbs": ["*"]},
+            {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["*"]},
+            {
+                "apiGroups": ["scheduling.k8s.io"],
+                "resources": ["priorityclasses"],
+                "verbs": ["list", "watch"],
+            },
+        ]
+        async with Cluster.connect(str(server.kubeconfig), "default") as admin:
+            await admin.api.create(
+                CLUSTER_ROLES,
+                {
+                    "apiVersion": RBAC,
+                    "kind": "ClusterRole",
+                    "metadata": {"name": "ctl"},
+                    "rules": everything_but_creating_pods,
+                },
+            )
+            await admin.api.create(
+                CLUSTER_ROLE_BINDINGS,
+                {
+                    "apiVersion": RBAC,
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": "ctl"},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": "ctl",
+                    },
+                    "subjects": [{"kind": "User", "name": "tfgang-controller"}],
+                },
+            )
+            async with running_controller(str(kubeconfig), controller_config(namespace="default")):
+                await admin.create_job(simple_job("denied", "default"))
+                await eventually(lambda: admin.podgroup("denied"), 10, what="PodGroup denied")
+                await admin.set_podgroup_phase("denied", "Inqueue")
+                message = await _message_containing(admin, "denied", "pod denied-worker-0 cannot be created")
+                assert "403 Forbidden" in message
+                assert 'cannot create resource "pods"' in message
