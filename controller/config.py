@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kube.flags import Flags, boolean, port, positive_int, positive_number
+from kube.flags import Flags, boolean, non_negative_number, port, positive_int, positive_number
 from tfjob.settings import Settings
 
 # Upstream's Lease name (training-operator v1.6+), so a mixed rollout never runs two leaders.
@@ -73,6 +73,13 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     add("--identity", None, "leader-election identity; default <hostname>_<uuid>")
     add("--gang-scheduler-name", "volcano", '"volcano", a scheduler-plugins name, or "" for no gang')
     add("--cluster-domain", "", "suffix after .svc in TF_CONFIG addresses")
+    add(
+        "--pending-reason-grace",
+        "10",
+        "seconds a reason for a job not running (an unschedulable gang, a full queue) must hold "
+        "before the job's Created condition reports it",
+        type=non_negative_number,
+    )
     add("--kube-api-qps", "20", "sustained API requests per second", type=positive_number)
     add("--kube-api-burst", "30", "API request burst", type=positive_int)
     add("--workers", "4", "jobs reconciled concurrently", type=positive_int)
@@ -115,7 +122,11 @@ def parse_config(
         ops_port=args.ops_port,
         namespace=namespace,
         leader_election=leader_election,
-        settings=Settings(gang_scheduler_name=args.gang_scheduler_name, cluster_domain=args.cluster_domain),
+        settings=Settings(
+            gang_scheduler_name=args.gang_scheduler_name,
+            cluster_domain=args.cluster_domain,
+            pending_reason_grace_seconds=args.pending_reason_grace,
+        ),
         kube_api_qps=args.kube_api_qps,
         kube_api_burst=args.kube_api_burst,
         workers=args.workers,

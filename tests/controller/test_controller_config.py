@@ -26,6 +26,14 @@ def test_environment_supplies_flags_and_command_line_wins() -> None:
     assert config.kube_api_qps == 50.0
 
 
+def test_the_pending_reason_grace_is_a_flag_with_the_settings_default() -> None:
+    assert parse_config([], environ={}).settings.pending_reason_grace_seconds == 10.0
+    config = parse_config([], environ={"TFGANG_PENDING_REASON_GRACE": "0"})
+    assert config.settings.pending_reason_grace_seconds == 0.0
+    with pytest.raises(SystemExit):
+        parse_config(["--pending-reason-grace", "-1"], environ={})
+
+
 def test_empty_gang_scheduler_name_turns_gang_scheduling_off() -> None:
     config = parse_config(["--gang-scheduler-name", ""], environ={})
     assert not config.settings.gang_enabled
