@@ -1,6 +1,6 @@
-"""The sandbox registers the webhook configurations the chart renders: same names, rules, selectors,
-policies and paths. Only the way the API server reaches the webhook differs (a Service in the chart,
-a 127.0.0.1 URL in the sandbox)."""
+"""The sandbox registers the webhook configurations the chart renders (it renders them itself): same
+names, rules, selectors, policies and paths. Only the way the API server reaches the webhook is
+rewritten (a Service in the chart, a 127.0.0.1 URL in the sandbox)."""
 
 from __future__ import annotations
 
