@@ -1,11 +1,12 @@
 """The chaos scenarios, each a function from a running cluster to its figures.
 
 The tests in this folder assert on the figures; ``bench/chaos.py`` runs the scenarios N times and
-writes them to ``docs/reliability.md``. A scenario works on a ``LocalCluster`` (``sandbox.cluster``:
-the sandbox API server in this process, the scheduler, node agent, webhook and controller as
-processes) in a namespace of its own, and watches it from the start with a ``Census``: every uid
-ever created per object name (a name with two uids is a duplicate) and every job that was ever
-Failed. Jobs are small TFJobs whose pods the node agent really runs (``sleep``).
+writes them to ``docs/reliability.md``. A scenario works on a ``ChaosCluster``; ``SandboxCluster``
+is a ``LocalCluster`` (``sandbox.cluster``: the sandbox API server in this process, the scheduler,
+node agent, webhook and controller as processes). Each scenario takes a namespace of its own,
+and watches it from the start with a ``Census``: every uid ever created per object name (a name
+with two uids is a duplicate) and every job that was ever Failed. Jobs are small TFJobs whose pods
+the node agent really runs (``sleep``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import aiohttp
 
@@ -35,7 +37,7 @@ from kube.resources import LEASES, NAMESPACES, PODGROUPS_V1BETA1, PODS, SERVICES
 from kube.store import Store
 from sandbox.cluster import ClusterOptions, LocalCluster
 from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, webhook_configurations
-from tests.integration.cluster import JOB_RESOURCES, simple_job
+from tests.integration.cluster import JOB_RESOURCES, WRITE_VERBS, simple_job
 
 CHAOS_NODES = "las1:cpu=64,memory=256Gi"
 LEASE_NAME = "tfgang-chaos"
@@ -45,6 +47,81 @@ LEADER_FLAGS = (
     "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
 )  # fmt: skip
 CHILDREN: tuple[Resource, ...] = (PODS, SERVICES, PODGROUPS_V1BETA1)
+
+
+class ChaosCluster(Protocol):
+    """What a scenario needs of the cluster under test. ``SandboxCluster`` is the sandbox's; a
+    kube-apiserver fixture can offer the same (an outage there is a restart on the same etcd)."""
+
+    kubeconfig: Path
+    webhook_port: int
+    webhook_cert_dir: Path
+
+    async def kill(self, name: str) -> None: ...
+    async def restart(self, name: str) -> None: ...
+    async def start_controller(self, name: str) -> None: ...
+    async def is_leader(self, name: str) -> bool: ...
+    async def api_outage(self, seconds: float) -> None: ...
+    def expire_watches(self) -> None: ...
+    def check(self) -> None: ...
+    def writers(self, namespace: str) -> list[str]: ...
+    async def trust(self, ca_pem: bytes) -> None: ...
+
+
+class SandboxCluster:
+    """A ``LocalCluster`` as the scenarios drive it."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.local = cluster
+        self.kubeconfig = cluster.kubeconfig
+        self.webhook_port = cluster.webhook_port
+        self.webhook_cert_dir = cluster.workdir / "webhook-certs"
+
+    async def kill(self, name: str) -> None:
+        await self.local.supervisor.kill(name)
+
+    async def restart(self, name: str) -> None:
+        await self.local.restart(name)
+
+    async def start_controller(self, name: str) -> None:
+        if name not in self.local.ops_ports:
+            await self.local.start_controller(name)
+
+    async def is_leader(self, name: str) -> bool:
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session,
+                session.get(f"http://127.0.0.1:{self.local.ops_ports[name]}/metrics") as response,
+            ):
+                text = await response.text()
+        except (aiohttp.ClientError, OSError, TimeoutError):
+            return False
+        return "tfgang_controller_is_leader 1.0" in text.splitlines()
+
+    async def api_outage(self, seconds: float) -> None:
+        await self.local.server.outage(seconds)
+
+    def expire_watches(self) -> None:
+        self.local.server.act(0.0, drop_watches=True, compact=True)
+
+    def check(self) -> None:
+        self.local.check()
+
+    def writers(self, namespace: str) -> list[str]:
+        """Who wrote to the namespace's job objects (pods, services, PodGroups, TFJobs), in order."""
+        return [
+            record.user
+            for record in self.local.server.state.request_log.records()
+            if record.namespace == namespace
+            and record.verb in WRITE_VERBS
+            and record.resource in JOB_RESOURCES
+            and 200 <= record.code < 300
+        ]
+
+    async def trust(self, ca_pem: bytes) -> None:
+        url = f"https://127.0.0.1:{self.webhook_port}"
+        for configuration in webhook_configurations(url, ca_bundle_of(ca_pem)):
+            await self.local.server.apply_object(configuration)
 
 
 @dataclass(frozen=True)
@@ -159,7 +236,7 @@ class Census:
 
 
 @contextlib.asynccontextmanager
-async def admin(cluster: LocalCluster) -> AsyncIterator[tuple[KubeApi, str]]:
+async def admin(cluster: ChaosCluster) -> AsyncIterator[tuple[KubeApi, str]]:
     """An admin client and a fresh namespace."""
     api = KubeApi(await make_api_client(str(cluster.kubeconfig)), qps=500.0, burst=500)
     namespace = f"chaos-{uuid.uuid4().hex[:6]}"
@@ -209,7 +286,7 @@ def _figures(scenario: str, census: Census, names: list[str], started: float, **
 # -- controller kill -9 at random moments ---------------------------------------------------------
 
 
-async def kill_storm(cluster: LocalCluster, rng: random.Random, jobs: int = 20, kills: int = 6) -> Figures:
+async def kill_storm(cluster: ChaosCluster, rng: random.Random, jobs: int = 20, kills: int = 6) -> Figures:
     """``jobs`` lifecycles at once while the controller is killed with SIGKILL ``kills`` times at
     random moments and restarted at once, as its Deployment would."""
     started = time.monotonic()
@@ -218,7 +295,7 @@ async def kill_storm(cluster: LocalCluster, rng: random.Random, jobs: int = 20, 
         done = 0
         while done < kills:
             await asyncio.sleep(rng.uniform(0.3, 2.5))
-            await cluster.supervisor.kill("controller")
+            await cluster.kill("controller")
             done += 1
             await cluster.restart("controller")
         await _until(lambda: census.succeeded(names) == jobs, 180, "every job to succeed")
@@ -229,7 +306,7 @@ async def kill_storm(cluster: LocalCluster, rng: random.Random, jobs: int = 20, 
 
 
 async def api_outage(
-    cluster: LocalCluster, rng: random.Random, jobs: int = 8, outage: float = 6.0, storms: int = 3
+    cluster: ChaosCluster, rng: random.Random, jobs: int = 8, outage: float = 6.0, storms: int = 3
 ) -> Figures:
     """Mid-job, the API server goes away for ``outage`` seconds, then every watch is dropped with
     its history compacted ``storms`` times: every component relists, every job finishes."""
@@ -237,10 +314,10 @@ async def api_outage(
     async with admin(cluster) as (api, ns), Census(api, ns).watching() as census:
         names = await _create_jobs(api, ns, "outage", jobs, rng, (3, 8))
         await _until(lambda: any(census.states.get(n) == "Running" for n in names), 60, "a running job")
-        await cluster.server.outage(outage)
+        await cluster.api_outage(outage)
         for _ in range(storms):
             await asyncio.sleep(rng.uniform(0.5, 1.5))
-            cluster.server.act(0.0, drop_watches=True, compact=True)
+            cluster.expire_watches()
         await _until(lambda: census.succeeded(names) == jobs, 180, "every job to succeed")
         cluster.check()  # every process rode it out
         return _figures("API outage + 410 storm", census, names, started, kills=0)
@@ -249,14 +326,14 @@ async def api_outage(
 # -- the webhook away under failurePolicy Fail -------------------------------------------------------
 
 
-async def webhook_outage(cluster: LocalCluster, rng: random.Random, away: float = 6.0) -> Figures:
+async def webhook_outage(cluster: ChaosCluster, rng: random.Random, away: float = 6.0) -> Figures:
     """The webhook dies right after a job is created: its pods cannot be admitted
     (``failurePolicy: Fail``), so the job waits, is not Failed, and runs once the webhook is back."""
     started = time.monotonic()
     async with admin(cluster) as (api, ns), Census(api, ns).watching() as census:
         names = ["patient"]
         await api.create(TFJOBS, chaos_job("patient", ns, rng.uniform(1, 3)), ns)
-        await cluster.supervisor.kill("webhook")
+        await cluster.kill("webhook")
         await asyncio.sleep(away)
         pods, _ = await api.list_all(PODS, ns)
         assert not pods, "no pod can be admitted without the webhook"
@@ -273,34 +350,21 @@ async def webhook_outage(cluster: LocalCluster, rng: random.Random, away: float 
 # -- leader failover -----------------------------------------------------------------------------
 
 
-async def _is_leader(cluster: LocalCluster, name: str) -> bool:
-    try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session,
-            session.get(f"http://127.0.0.1:{cluster.ops_ports[name]}/metrics") as response,
-        ):
-            text = await response.text()
-    except (aiohttp.ClientError, OSError, TimeoutError):
-        return False
-    return "tfgang_controller_is_leader 1.0" in text.splitlines()
-
-
-async def leader_failover(cluster: LocalCluster, rng: random.Random, jobs: int = 6) -> Figures:
+async def leader_failover(cluster: ChaosCluster, rng: random.Random, jobs: int = 6) -> Figures:
     """Two controllers share a Lease; the leader is killed with SIGKILL mid-run. The standby takes
     over within about the lease duration, and at no moment do both write to the jobs' objects."""
     started = time.monotonic()
-    if "controller-b" not in cluster.ops_ports:
-        await cluster.start_controller("controller-b")
+    await cluster.start_controller("controller-b")
     async with admin(cluster) as (api, ns), Census(api, ns).watching() as census:
         names = await _create_jobs(api, ns, "failover", jobs, rng, (3, 8))
         await _until(lambda: any(census.states.get(n) == "Running" for n in names), 60, "a running job")
         lease = await api.get(LEASES, LEASE_NAME, "default")
         holder = lease["spec"]["holderIdentity"]
-        leader = "controller" if await _is_leader(cluster, "controller") else "controller-b"
+        leader = "controller" if await cluster.is_leader("controller") else "controller-b"
         standby = "controller-b" if leader == "controller" else "controller"
         killed = time.monotonic()
-        await cluster.supervisor.kill(leader)
-        await _until(lambda: _is_leader(cluster, standby), 60, f"{standby} to lead")
+        await cluster.kill(leader)
+        await _until(lambda: cluster.is_leader(standby), 60, f"{standby} to lead")
         takeover = time.monotonic() - killed
         lease = await api.get(LEASES, LEASE_NAME, "default")
         assert lease["spec"]["holderIdentity"] != holder
@@ -312,20 +376,17 @@ async def leader_failover(cluster: LocalCluster, rng: random.Random, jobs: int =
     return figures
 
 
-def _writers_overlap(cluster: LocalCluster, namespace: str) -> int:
-    """Writes to the namespace's job objects by one controller after another one started writing."""
-    writers: list[str] = []
+def _writers_overlap(cluster: ChaosCluster, namespace: str) -> int:
+    """Writes to the namespace's job objects by a controller after another one started writing."""
+    seen: list[str] = []
     overlap = 0
-    for record in cluster.server.state.request_log.records():
-        if record.namespace != namespace or record.verb not in ("create", "patch", "update", "delete"):
+    for user in cluster.writers(namespace):
+        if "tfgang-controller" not in user:
             continue
-        if "tfgang-controller" not in record.user or record.resource not in JOB_RESOURCES:
-            continue
-        if not writers or writers[-1] != record.user:
-            if record.user in writers:
-                overlap += 1
-                continue
-            writers.append(record.user)
+        if seen and seen[-1] != user and user in seen:
+            overlap += 1
+        elif not seen or seen[-1] != user:
+            seen.append(user)
     return overlap
 
 
@@ -333,13 +394,12 @@ def _writers_overlap(cluster: LocalCluster, namespace: str) -> int:
 
 
 async def certificate_rotation(
-    cluster: LocalCluster, rng: random.Random, rotations: int = 3, clients: int = 3
+    cluster: ChaosCluster, rng: random.Random, rotations: int = 3, clients: int = 3
 ) -> Figures:
     """New CA and serving certificate, three times, while TFJob creates (validated) flow: first the
     caBundle trusts both CAs, then the webhook's files change, then the old CA is dropped."""
     started = time.monotonic()
-    cert_dir = cluster.workdir / "webhook-certs"
-    url = f"https://127.0.0.1:{cluster.webhook_port}"
+    cert_dir = cluster.webhook_cert_dir
     results: list[bool] = []
     errors: list[str] = []
     stop = asyncio.Event()
@@ -365,12 +425,12 @@ async def certificate_rotation(
                 authority = new_ca("tfgang-webhook-ca")
                 names = service_dns_names("tfgang-webhook", OPERATOR_NAMESPACE)
                 serving = issue_serving_certificate(authority, names, ip_addresses=["127.0.0.1"])
-                await _trust(cluster, url, old_pem + serving.ca_pem)
+                await cluster.trust(old_pem + serving.ca_pem)
                 await asyncio.to_thread(write_cert_dir, cert_dir, serving)
                 # The webhook polls its files; the old CA goes once the new certificate is served.
                 served = functools.partial(_serves, cluster.webhook_port, serving.cert_pem)
                 await _until(served, 60, "the new certificate")
-                await _trust(cluster, url, serving.ca_pem)
+                await cluster.trust(serving.ca_pem)
                 old_pem = serving.ca_pem
             await asyncio.sleep(0.5)
         finally:
@@ -404,9 +464,4 @@ async def _serves(port: int, cert_pem: bytes) -> bool:
     return bool(der == ssl.PEM_cert_to_DER_cert(cert_pem.decode()))
 
 
-async def _trust(cluster: LocalCluster, url: str, ca_pem: bytes) -> None:
-    for configuration in webhook_configurations(url, ca_bundle_of(ca_pem)):
-        await cluster.server.apply_object(configuration)
-
-
-Scenario = Callable[[LocalCluster, random.Random], Awaitable[Figures]]
+Scenario = Callable[[ChaosCluster, random.Random], Awaitable[Figures]]
