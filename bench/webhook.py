@@ -614,20 +614,21 @@ async def decision_path_cpu(jobs: list[dict[str, Any]], bodies: list[bytes]) -> 
     """CPU seconds per admission of the decision path alone (decode, decide, encode), no HTTP/TLS."""
     from webhook.admission import admit_pod
     from webhook.cache import StaticJobs
+    from webhook.patch_memo import PatchMemo
     from webhook.review import build_response, parse_review
     from webhook.tfconfig_memo import TFConfigMemo
 
     lookup = StaticJobs(jobs)
     settings = Settings()
-    memo = TFConfigMemo()
+    memo, patches = TFConfigMemo(), PatchMemo()
 
     async def one_pass() -> None:
         for payload in bodies:
             review = parse_review(orjson.loads(payload))
-            decision = await admit_pod(review, lookup, settings, memo)
+            decision = await admit_pod(review, lookup, settings, memo, patches)
             orjson.dumps(build_response(review, decision))
 
-    await one_pass()  # warm the TF_CONFIG memo as the server's is
+    await one_pass()  # warm the memories as the server's are
     best = float("inf")
     for _ in range(5):
         started = time.process_time()
