@@ -71,6 +71,12 @@ class _Clock:
         return self.now
 
 
+def _writer(api: KubeApi, batch_seconds: float) -> tuple[StatusWriter, _Clock]:
+    clock = _Clock()
+    writer = StatusWriter(api, OwnWrites(), ControllerMetrics(), batch_seconds=batch_seconds, clock=clock)
+    return writer, clock
+
+
 def _counts(active: int, succeeded: int = 0, failed: int = 0) -> dict[str, Any]:
     return {"Worker": {"active": active, "succeeded": succeeded, "failed": failed}}
 
@@ -82,8 +88,7 @@ RUNNING = {"type": "Running", "status": "True", "reason": "TFJobRunning", "messa
 async def test_counts_only_changes_are_held_back_briefly_and_folded_into_one_write(
     api: KubeApi, apiserver: Any
 ) -> None:
-    clock = _Clock()
-    writer = StatusWriter(api, OwnWrites(), ControllerMetrics(), batch_seconds=0.5, clock=clock)
+    writer, clock = _writer(api, 0.5)
     job = await api.create(TFJOBS, _job("batched"), "default")
     uid = job["metadata"]["uid"]
     assert await writer.write(job, {"conditions": [CREATED, RUNNING], "replicaStatuses": _counts(1)})
@@ -104,8 +109,7 @@ async def test_counts_only_changes_are_held_back_briefly_and_folded_into_one_wri
 async def test_a_condition_change_or_a_new_failure_is_written_at_once_with_the_latest_counts(
     api: KubeApi, apiserver: Any
 ) -> None:
-    clock = _Clock()
-    writer = StatusWriter(api, OwnWrites(), ControllerMetrics(), batch_seconds=5.0, clock=clock)
+    writer, _clock = _writer(api, 5.0)
     job = await api.create(TFJOBS, _job("urgent"), "default")
     assert await writer.write(job, {"conditions": [CREATED], "replicaStatuses": _counts(0)})
     job = await api.get(TFJOBS, "urgent", "default")
@@ -119,8 +123,7 @@ async def test_a_condition_change_or_a_new_failure_is_written_at_once_with_the_l
 
 
 async def test_a_held_back_start_keeps_the_first_start_time_planned(api: KubeApi) -> None:
-    clock = _Clock()
-    writer = StatusWriter(api, OwnWrites(), ControllerMetrics(), batch_seconds=0.5, clock=clock)
+    writer, clock = _writer(api, 0.5)
     job = await api.create(TFJOBS, _job("started"), "default")
     assert await writer.write(job, {"conditions": [CREATED]})
     job = await api.get(TFJOBS, "started", "default")
