@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 from cryptography.x509.oid import NameOID
 
 from certs.pem import (
@@ -39,6 +40,43 @@ class CertificateAuthority:
         return load_private_key(self.key_pem)
 
 
+def certificate_builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    public_key: CertificatePublicKeyTypes,
+    issued_at: datetime.datetime,
+    not_after: datetime.datetime,
+    *,
+    ca: bool,
+) -> x509.CertificateBuilder:
+    """What the CA and the serving certificate share: names, key, validity (backdated by the clock
+    skew), a fresh serial, BasicConstraints and a KeyUsage that signs certificates only for a CA."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(issued_at - CLOCK_SKEW)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    )
+
+
 def new_ca(
     common_name: str, *, valid_days: int = 3650, now: datetime.datetime | None = None
 ) -> CertificateAuthority:
@@ -52,28 +90,7 @@ def new_ca(
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     not_after = issued_at + datetime.timedelta(days=valid_days)
     certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(issued_at - CLOCK_SKEW)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        certificate_builder(name, name, key.public_key(), issued_at, not_after, ca=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )

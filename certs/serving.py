@@ -11,7 +11,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from certs.authority import CLOCK_SKEW, CertificateAuthority
+from certs.authority import CertificateAuthority, certificate_builder
 from certs.pem import (
     InvalidCertificate,
     certificate_pem,
@@ -67,28 +67,7 @@ def issue_serving_certificate(
     not_after = min(issued_at + datetime.timedelta(days=valid_days), ca_certificate.not_valid_after_utc)
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, (list(dns_names) or [str(ips[0])])[0])])
     certificate = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_certificate.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(issued_at - CLOCK_SKEW)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        certificate_builder(subject, ca_certificate.subject, key.public_key(), issued_at, not_after, ca=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)

@@ -104,29 +104,17 @@ class _Switch(argparse.Action):
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, **kwargs)
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
         setattr(namespace, self.dest, True)
 
 
 class _Append(argparse._AppendAction):
     """``append``, except that the first flag given replaces a list taken from the environment."""
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
         if isinstance(getattr(namespace, self.dest, None), _FromEnvironment):
             setattr(namespace, self.dest, None)
-        super().__call__(parser, namespace, values, option_string)
+        super().__call__(parser, namespace, values, option)
 
 
 class Flags:

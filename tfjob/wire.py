@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
+from kubeobjects.volcano import PodGroupCondition as PodGroupCondition
+from kubeobjects.volcano import PodGroupStatus as PodGroupStatus
+
 # Pod specs and pod templates are kept as open dicts: the TFJob CRD preserves unknown fields in
 # the template, and the domain only touches a handful of keys it names explicitly.
 JSONDict = dict[str, Any]
@@ -117,23 +120,6 @@ class PodGroupSpec(TypedDict, total=False):
     queue: str
     priorityClassName: str
     minResources: dict[str, str]
-
-
-class PodGroupCondition(TypedDict, total=False):
-    type: str
-    status: str
-    transitionID: str
-    lastTransitionTime: str
-    reason: str
-    message: str
-
-
-class PodGroupStatus(TypedDict, total=False):
-    phase: str
-    conditions: list[PodGroupCondition]
-    running: int
-    succeeded: int
-    failed: int
 
 
 class PodGroup(TypedDict, total=False):

@@ -6,24 +6,11 @@ The session computes these without I/O; the scheduler loop carries them out agai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, NotRequired, TypedDict
+from typing import Final, TypedDict
 
-
-class PodGroupCondition(TypedDict):
-    type: str
-    status: str
-    transitionID: str
-    lastTransitionTime: str
-    reason: str
-    message: str
-
-
-class PodGroupStatus(TypedDict):
-    phase: str
-    conditions: NotRequired[list[PodGroupCondition]]
-    running: NotRequired[int]
-    succeeded: NotRequired[int]
-    failed: NotRequired[int]
+from kube.events import EventKey
+from kubeobjects.volcano import PodGroupCondition as PodGroupCondition
+from kubeobjects.volcano import PodGroupStatus as PodGroupStatus
 
 
 class PodCondition(TypedDict):
@@ -67,17 +54,9 @@ class PodGroupStatusWrite:
 
 
 @dataclass(frozen=True)
-class EventNote:
-    """An event to record about a Pod or a PodGroup."""
+class EventNote(EventKey):
+    """An event to record about a Pod or a PodGroup; ``source`` names the recording component."""
 
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-    type: str
-    reason: str
-    message: str
     source: str = GANG
 
 

@@ -49,6 +49,7 @@ class Event:
 # The resources actions touch, by plural; the controller maps each to its API resource.
 Kind = Literal["pods", "services", "podgroups", "tfjobs"]
 Verb = Literal["create", "patch", "delete"]
+Reasons = tuple[str, str] | None  # the event reasons of success and failure
 
 
 @dataclass(frozen=True)
@@ -58,114 +59,102 @@ class Target:
     uid: str = ""  # deletes: only this object; "" for creates and patches
 
 
-@dataclass(frozen=True)
-class CreatePod:
-    pod: Pod
+class _Reported:
+    """Upstream's events about an action's outcome: ``Created pod: <name>``, ``Error deleting: ...``.
+
+    ``reasons`` is the (success, failure) pair of event reasons, None for an action upstream
+    reports nothing about; ``noun`` names the object in the success message.
+    """
+
+    verb: ClassVar[Verb]
+    noun: ClassVar[str] = ""
+    reasons: ClassVar[Reasons] = None
+
+    @property
+    def target(self) -> Target:
+        raise NotImplementedError
+
+    def success_event(self) -> Event | None:
+        if self.reasons is None:
+            return None
+        done = "Created" if self.verb == "create" else "Deleted"
+        return Event(NORMAL, self.reasons[0], f"{done} {self.noun}: {self.target.name}")
+
+    def failure_event(self, error: str) -> Event | None:
+        if self.reasons is None:
+            return None
+        return Event(WARNING, self.reasons[1], f"Error {self.verb[:-1]}ing: {error}")
+
+
+class _Create(_Reported):
+    """Create ``body``; its name comes from the body."""
+
+    kind: ClassVar[Kind]
     verb: ClassVar[Verb] = "create"
 
     @property
+    def body(self) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+    @property
     def name(self) -> str:
-        return Meta(self.pod).name
+        return Meta(self.body).name
+
+    @property
+    def target(self) -> Target:
+        return Target(self.kind, self.name)
+
+
+@dataclass(frozen=True)
+class _Delete(_Reported):
+    """Delete ``name`` only while it is the object ``uid`` (a precondition)."""
+
+    name: str
+    uid: str
+    kind: ClassVar[Kind]
+    verb: ClassVar[Verb] = "delete"
+
+    @property
+    def target(self) -> Target:
+        return Target(self.kind, self.name, self.uid)
+
+
+@dataclass(frozen=True)
+class CreatePod(_Create):
+    pod: Pod
+    kind: ClassVar[Kind] = "pods"
+    noun: ClassVar[str] = "pod"
+    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_CREATE_POD, EVENT_FAILED_CREATE_POD)
 
     @property
     def body(self) -> Mapping[str, Any]:
         return self.pod
 
-    @property
-    def target(self) -> Target:
-        return Target("pods", self.name)
-
-    def success_event(self) -> Event | None:
-        return Event(NORMAL, EVENT_SUCCESSFUL_CREATE_POD, f"Created pod: {self.name}")
-
-    def failure_event(self, error: str) -> Event | None:
-        return Event(WARNING, EVENT_FAILED_CREATE_POD, f"Error creating: {error}")
-
 
 @dataclass(frozen=True)
-class DeletePod:
-    name: str
-    uid: str
-    verb: ClassVar[Verb] = "delete"
-
-    @property
-    def target(self) -> Target:
-        return Target("pods", self.name, self.uid)
-
-    def success_event(self) -> Event | None:
-        return Event(NORMAL, EVENT_SUCCESSFUL_DELETE_POD, f"Deleted pod: {self.name}")
-
-    def failure_event(self, error: str) -> Event | None:
-        return Event(WARNING, EVENT_FAILED_DELETE_POD, f"Error deleting: {error}")
-
-
-@dataclass(frozen=True)
-class CreateService:
+class CreateService(_Create):
     service: Service
-    verb: ClassVar[Verb] = "create"
-
-    @property
-    def name(self) -> str:
-        return Meta(self.service).name
+    kind: ClassVar[Kind] = "services"
+    noun: ClassVar[str] = "service"
+    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_CREATE_SERVICE, EVENT_FAILED_CREATE_SERVICE)
 
     @property
     def body(self) -> Mapping[str, Any]:
         return self.service
 
-    @property
-    def target(self) -> Target:
-        return Target("services", self.name)
-
-    def success_event(self) -> Event | None:
-        return Event(NORMAL, EVENT_SUCCESSFUL_CREATE_SERVICE, f"Created service: {self.name}")
-
-    def failure_event(self, error: str) -> Event | None:
-        return Event(WARNING, EVENT_FAILED_CREATE_SERVICE, f"Error creating: {error}")
-
 
 @dataclass(frozen=True)
-class DeleteService:
-    name: str
-    uid: str
-    verb: ClassVar[Verb] = "delete"
-
-    @property
-    def target(self) -> Target:
-        return Target("services", self.name, self.uid)
-
-    def success_event(self) -> Event | None:
-        return Event(NORMAL, EVENT_SUCCESSFUL_DELETE_SERVICE, f"Deleted service: {self.name}")
-
-    def failure_event(self, error: str) -> Event | None:
-        return Event(WARNING, EVENT_FAILED_DELETE_SERVICE, f"Error deleting: {error}")
-
-
-@dataclass(frozen=True)
-class CreatePodGroup:
+class CreatePodGroup(_Create):
     podgroup: PodGroup
-    verb: ClassVar[Verb] = "create"
-
-    @property
-    def name(self) -> str:
-        return Meta(self.podgroup).name
+    kind: ClassVar[Kind] = "podgroups"
 
     @property
     def body(self) -> Mapping[str, Any]:
         return self.podgroup
 
-    @property
-    def target(self) -> Target:
-        return Target("podgroups", self.name)
-
-    def success_event(self) -> Event | None:
-        return None
-
-    def failure_event(self, error: str) -> Event | None:
-        return None
-
 
 @dataclass(frozen=True)
-class PatchPodGroup:
+class PatchPodGroup(_Reported):
     """A JSON merge patch of the PodGroup's spec/metadata; its status is never written (D15)."""
 
     name: str
@@ -176,47 +165,35 @@ class PatchPodGroup:
     def target(self) -> Target:
         return Target("podgroups", self.name)
 
-    def success_event(self) -> Event | None:
-        return None
 
-    def failure_event(self, error: str) -> Event | None:
-        return None
+@dataclass(frozen=True)
+class DeletePod(_Delete):
+    kind: ClassVar[Kind] = "pods"
+    noun: ClassVar[str] = "pod"
+    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_DELETE_POD, EVENT_FAILED_DELETE_POD)
 
 
 @dataclass(frozen=True)
-class DeletePodGroup:
-    name: str
-    uid: str
-    verb: ClassVar[Verb] = "delete"
-
-    @property
-    def target(self) -> Target:
-        return Target("podgroups", self.name, self.uid)
-
-    def success_event(self) -> Event | None:
-        return Event(NORMAL, EVENT_SUCCESSFUL_DELETE_PODGROUP, f"Deleted PodGroup: {self.name}")
-
-    def failure_event(self, error: str) -> Event | None:
-        return Event(WARNING, EVENT_FAILED_DELETE_PODGROUP, f"Error deleting: {error}")
+class DeleteService(_Delete):
+    kind: ClassVar[Kind] = "services"
+    noun: ClassVar[str] = "service"
+    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_DELETE_SERVICE, EVENT_FAILED_DELETE_SERVICE)
 
 
 @dataclass(frozen=True)
-class DeleteJob:
+class DeletePodGroup(_Delete):
+    kind: ClassVar[Kind] = "podgroups"
+    noun: ClassVar[str] = "PodGroup"
+    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_DELETE_PODGROUP, EVENT_FAILED_DELETE_PODGROUP)
+
+
+@dataclass(frozen=True)
+class DeleteJob(_Delete):
     """Delete the TFJob itself (TTL after finishing); its children go by garbage collection."""
 
-    name: str
-    uid: str
-    verb: ClassVar[Verb] = "delete"
-
-    @property
-    def target(self) -> Target:
-        return Target("tfjobs", self.name, self.uid)
-
-    def success_event(self) -> Event | None:
-        return Event(NORMAL, EVENT_SUCCESSFUL_DELETE_JOB, f"Deleted job: {self.name}")
-
-    def failure_event(self, error: str) -> Event | None:
-        return Event(WARNING, EVENT_FAILED_DELETE_JOB, f"Error deleting: {error}")
+    kind: ClassVar[Kind] = "tfjobs"
+    noun: ClassVar[str] = "job"
+    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_DELETE_JOB, EVENT_FAILED_DELETE_JOB)
 
 
 Action = (

@@ -37,6 +37,7 @@ from tfjob.planner.limits import backoff_verdict, deadline_verdict
 from tfjob.planner.observed import (
     PHASE_PENDING,
     PHASE_RUNNING,
+    Children,
     pod_phase,
 )
 from tfjob.planner.status import Verdict
@@ -107,13 +108,7 @@ def fold_active_into_succeeded(draft: Draft) -> None:
     draft.status["replicaStatuses"] = folded
 
 
-def cleanup_finished(
-    draft: Draft,
-    facts: JobFacts,
-    pods: Sequence[Obj],
-    services: Sequence[Obj],
-    podgroup: PodGroup | None,
-) -> None:
+def cleanup_finished(draft: Draft, facts: JobFacts, children: Children) -> None:
     """The finished path: cleanPodPolicy, PodGroup deletion, the success fold and the TTL.
 
     A job torn down by a backoff, deadline or gang-timeout failure keeps being torn down on
@@ -121,10 +116,11 @@ def cleanup_finished(
     retried instead of leaving that child behind for good (D3).
     """
     if was_torn_down(draft, facts):
-        delete_everything(draft, pods, services)
+        delete_everything(draft, children.pods, children.services)
     else:
-        delete_pods_and_services(draft, pods_to_clean(facts.clean_pod_policy, pods), services)
-    delete_podgroup(draft, podgroup)
+        cleaned = pods_to_clean(facts.clean_pod_policy, children.pods)
+        delete_pods_and_services(draft, cleaned, children.services)
+    delete_podgroup(draft, children.podgroup)
     if is_true(draft.conditions, COND_SUCCEEDED):
         fold_active_into_succeeded(draft)
     _expire_after_ttl(draft, facts)
@@ -156,32 +152,19 @@ def _expire_after_ttl(draft: Draft, facts: JobFacts) -> None:
 
 
 def fail_and_tear_down(
-    draft: Draft,
-    facts: JobFacts,
-    verdict: Verdict,
-    pods: Sequence[Obj],
-    services: Sequence[Obj],
-    podgroup: PodGroup | None,
-    *,
-    event_type: str = NORMAL,
+    draft: Draft, facts: JobFacts, verdict: Verdict, children: Children, *, event_type: str = NORMAL
 ) -> None:
     """Backoff, deadline and gang-timeout failures: the job fails and every child goes (D3)."""
     finish_job(draft, verdict, event_type=event_type)
-    delete_everything(draft, pods, services)
-    delete_podgroup(draft, podgroup)
+    delete_everything(draft, children.pods, children.services)
+    delete_podgroup(draft, children.podgroup)
     _expire_after_ttl(draft, facts)
 
 
-def suspend(
-    draft: Draft,
-    facts: JobFacts,
-    pods: Sequence[Obj],
-    services: Sequence[Obj],
-    podgroup: PodGroup | None,
-) -> None:
+def suspend(draft: Draft, facts: JobFacts, children: Children) -> None:
     """Suspended and not finished: no children, no active replicas, Running off, Suspended on."""
-    delete_everything(draft, pods, services)
-    delete_podgroup(draft, podgroup, announce=False)
+    delete_everything(draft, children.pods, children.services)
+    delete_podgroup(draft, children.podgroup, announce=False)
     statuses = draft.status.get("replicaStatuses")
     if isinstance(statuses, dict):
         idle: dict[str, ReplicaStatus] = {}

@@ -77,6 +77,15 @@ def owned_by(obj: Mapping[str, Any], facts: JobFacts) -> bool:
 
 
 @dataclass(frozen=True)
+class Children:
+    """The job's own pods, services and PodGroup (gang scheduling off: None), as the planner acts on them."""
+
+    pods: Sequence[Mapping[str, Any]]
+    services: Sequence[Mapping[str, Any]]
+    podgroup: PodGroup | None
+
+
+@dataclass(frozen=True)
 class ReplicaSlices:
     """The objects of one replica type by index; ``size`` is max(highest index + 1, replicas)."""
 

@@ -74,6 +74,7 @@ from tfjob.planner.exitcodes import tensorflow_exit_code
 from tfjob.planner.gang import sync_gang
 from tfjob.planner.limits import backoff_verdict, deadline_at, deadline_verdict, past_backoff_limit
 from tfjob.planner.observed import (
+    Children,
     Observed,
     ReplicaSlices,
     owned_by,
@@ -91,7 +92,7 @@ from tfjob.planner.waiting import Waiting, created_message, report_waiting, why_
 from tfjob.pods import desired_pod, template_restart_policy_overridden
 from tfjob.services import desired_service
 from tfjob.settings import Settings
-from tfjob.wire import PodGroup, TFJob
+from tfjob.wire import TFJob
 
 logger = logging.getLogger(__name__)
 
@@ -136,30 +137,26 @@ def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
         draft.set_condition(COND_CREATED, TRUE, REASON_CREATED, created_message(facts.name))
         if find_condition(draft.conditions, COND_CREATED) is not None:  # not after a Failed one
             draft.count(COUNTER_CREATED)
-    pods = [pod for pod in observed.pods if owned_by(pod, facts)]
-    services = [service for service in observed.services if owned_by(service, facts)]
-    podgroup = observed.podgroup if settings.gang_enabled else None
-
+    children = Children(
+        pods=[pod for pod in observed.pods if owned_by(pod, facts)],
+        services=[service for service in observed.services if owned_by(service, facts)],
+        podgroup=observed.podgroup if settings.gang_enabled else None,
+    )
     if is_finished(draft.conditions):
-        cleanup_finished(draft, facts, pods, services, podgroup)
+        cleanup_finished(draft, facts, children)
         return draft.finish()
     if facts.suspend:
-        suspend(draft, facts, pods, services, podgroup)
+        suspend(draft, facts, children)
         return draft.finish()
     resume_if_suspended(draft, facts)
-    _run_active_job(draft, facts, observed, pods, services, settings)
+    _run_active_job(draft, facts, observed, children, settings)
     return draft.finish()
 
 
 def _run_active_job(
-    draft: Draft,
-    facts: JobFacts,
-    observed: Observed,
-    pods: Sequence[Obj],
-    services: Sequence[Obj],
-    settings: Settings,
+    draft: Draft, facts: JobFacts, observed: Observed, children: Children, settings: Settings
 ) -> None:
-    podgroup = observed.podgroup if settings.gang_enabled else None
+    pods, services, podgroup = children.pods, children.services, children.podgroup
     pod_slices = {r.rtype: slice_by_replica(facts, pods, r.rtype, r.replicas) for r in facts.replica_types}
     analyses = {r.rtype: analyse_replica(r, pod_slices[r.rtype]) for r in facts.replica_types}
     for analysis in analyses.values():
@@ -167,18 +164,18 @@ def _run_active_job(
             draft.emit(event.type, event.reason, event.message)
 
     if past_backoff_limit(facts, draft.status, analyses.values()):
-        fail_and_tear_down(draft, facts, backoff_verdict(facts), pods, services, podgroup)
+        fail_and_tear_down(draft, facts, backoff_verdict(facts), children)
         return
     deadline = deadline_at(facts, parse_time(draft.status.get("startTime")))
     if deadline is not None:
         if draft.now >= deadline:
-            fail_and_tear_down(draft, facts, deadline_verdict(facts), pods, services, podgroup)
+            fail_and_tear_down(draft, facts, deadline_verdict(facts), children)
             return
         draft.requeue_in((deadline - draft.now).total_seconds())  # D1: a timer, not the next event
 
     gate = sync_gang(draft, facts, podgroup, pods, observed.priority_values, settings)
     if gate.timed_out is not None:
-        fail_and_tear_down(draft, facts, gate.timed_out, pods, services, podgroup, event_type=WARNING)
+        fail_and_tear_down(draft, facts, gate.timed_out, children, event_type=WARNING)
         return
     if gate.hold_back:
         _say_why_waiting(draft, facts, observed, pods, settings)
@@ -189,7 +186,7 @@ def _run_active_job(
     _record_replica_counts(draft, analyses)
     decision = _decide(facts, analyses, pod_slices)
     if decision.terminal is not None:
-        _finish_this_pass(draft, facts, decision, analyses, pods, services, podgroup)
+        _finish_this_pass(draft, facts, decision, analyses, children)
         return
     for facts_replica in facts.replica_types:
         analysis = analyses[facts_replica.rtype]
@@ -242,9 +239,7 @@ def _finish_this_pass(
     facts: JobFacts,
     decision: Decision,
     analyses: Mapping[str, ReplicaAnalysis],
-    pods: Sequence[Obj],
-    services: Sequence[Obj],
-    podgroup: PodGroup | None,
+    children: Children,
 ) -> None:
     verdict = decision.terminal
     assert verdict is not None
@@ -253,7 +248,7 @@ def _finish_this_pass(
             _report_exit_code(draft, facts, pod)
     exit_code_failure = any(analysis.exit_code_failures for analysis in analyses.values())
     finish_job(draft, verdict, event_type=WARNING if exit_code_failure else NORMAL)
-    cleanup_finished(draft, facts, pods, services, podgroup)
+    cleanup_finished(draft, facts, children)
 
 
 def _report_exit_code(draft: Draft, facts: JobFacts, pod: Obj) -> None:
