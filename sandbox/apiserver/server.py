@@ -204,10 +204,13 @@ class ApiServer:
 
     async def outage(self, seconds: float) -> None:
         """Be away for ``seconds``: refuse new connections and drop open ones (watches too), then
-        listen on the same port again with the same state, as a restarted kube-apiserver would."""
-        if self._runner is None or self._site is None:
+        listen on the same port again with the same state, as a restarted kube-apiserver would.
+        An outage asked for while the server is away makes the one under way last longer."""
+        if self._runner is None:
             raise RuntimeError("the API server is not running")
         self.faults.outage_until = max(self.faults.outage_until, time.monotonic() + seconds)
+        if self._site is None:
+            return
         # Let the request that asked for the outage get its answer first.
         await asyncio.sleep(0.05)
         site, self._site = self._site, None
@@ -217,13 +220,12 @@ class ApiServer:
         for connection in server.connections if server is not None else ():
             connection.force_close()
         logger.warning("sandbox API server away for %.1fs (injected outage)", seconds)
-        try:
-            await asyncio.sleep(max(0.0, self.faults.outage_until - time.monotonic()))
-        finally:
-            self.faults.outage_until = 0.0
-            if self._runner is not None:
-                await self._listen(self.port)
-                logger.warning("sandbox API server back on %s after the injected outage", self.url)
+        # A deadline, not an event: a later outage request moves it while we sleep.
+        while (left := self.faults.outage_until - time.monotonic()) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(left)
+        self.faults.outage_until = 0.0
+        await self._listen(self.port)
+        logger.warning("sandbox API server back on %s after the injected outage", self.url)
 
     async def stop(self) -> None:
         for task in list(self._outages):

@@ -67,6 +67,20 @@ async def test_an_outage_refuses_connections_drops_watches_and_comes_back_with_t
     assert code == 200 and kept["data"] == {"a": "1"}
 
 
+async def test_an_outage_asked_for_during_an_outage_makes_it_last_longer(api: ApiServerHandle) -> None:
+    started = time.monotonic()
+    api.inject({"outageSeconds": 1.0})
+    await asyncio.sleep(0.5)
+    assert not await _connects(api)
+    api.inject({"outageSeconds": 1.5})  # through the handle: the server itself is away
+    while not await _connects(api):
+        assert time.monotonic() - started < 10, "the server did not come back"
+        await asyncio.sleep(0.05)
+    assert time.monotonic() - started >= 1.9
+    code, state, _ = await raw_request(api, "GET", "/sandbox/faults")
+    assert code == 200 and state["injected"]["outages"] == 2 and state["outageRemainingSeconds"] == 0
+
+
 async def test_a_fraction_of_requests_is_answered_429_with_retry_after_or_500(api: ApiServerHandle) -> None:
     api.inject({"errors": {"fraction": 1.0, "code": 429, "retryAfterSeconds": 2}})
     code, body, headers = await raw_request(api, "GET", "/api/v1/namespaces")
