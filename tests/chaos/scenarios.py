@@ -38,6 +38,7 @@ from kube.store import Store
 from sandbox.cluster import ClusterOptions, LocalCluster
 from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, webhook_configurations
 from tests.integration.cluster import JOB_RESOURCES, WRITE_VERBS, simple_job
+from tests.polling import eventually
 
 CHAOS_NODES = "las1:cpu=64,memory=256Gi"
 LEASE_NAME = "tfgang-chaos"
@@ -248,19 +249,6 @@ async def admin(cluster: ChaosCluster) -> AsyncIterator[tuple[KubeApi, str]]:
         await api.close()
 
 
-async def _until(check: Callable[[], bool | Awaitable[bool]], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
 async def _create_jobs(
     api: KubeApi, namespace: str, prefix: str, count: int, rng: random.Random, seconds: tuple[float, float]
 ) -> list[str]:
@@ -298,7 +286,7 @@ async def kill_storm(cluster: ChaosCluster, rng: random.Random, jobs: int = 20, 
             await cluster.kill("controller")
             done += 1
             await cluster.restart("controller")
-        await _until(lambda: census.succeeded(names) == jobs, 180, "every job to succeed")
+        await eventually(lambda: census.succeeded(names) == jobs, 180, "every job to succeed")
         return _figures("controller kill -9", census, names, started, kills=done)
 
 
@@ -313,12 +301,12 @@ async def api_outage(
     started = time.monotonic()
     async with admin(cluster) as (api, ns), Census(api, ns).watching() as census:
         names = await _create_jobs(api, ns, "outage", jobs, rng, (3, 8))
-        await _until(lambda: any(census.states.get(n) == "Running" for n in names), 60, "a running job")
+        await eventually(lambda: any(census.states.get(n) == "Running" for n in names), 60, "a running job")
         await cluster.api_outage(outage)
         for _ in range(storms):
             await asyncio.sleep(rng.uniform(0.5, 1.5))
             cluster.expire_watches()
-        await _until(lambda: census.succeeded(names) == jobs, 180, "every job to succeed")
+        await eventually(lambda: census.succeeded(names) == jobs, 180, "every job to succeed")
         cluster.check()  # every process rode it out
         return _figures("API outage + 410 storm", census, names, started, kills=0)
 
@@ -340,9 +328,9 @@ async def webhook_outage(cluster: ChaosCluster, rng: random.Random, away: float 
         assert census.states.get("patient") in ("Created", ""), census.states
         back = time.monotonic()
         await cluster.restart("webhook")
-        await _until(lambda: census.pods_seen > 0, 60, "the job's pods once the webhook is back")
+        await eventually(lambda: census.pods_seen > 0, 60, "the job's pods once the webhook is back")
         recovery = time.monotonic() - back
-        await _until(lambda: census.succeeded(names) == 1, 120, "the job to succeed")
+        await eventually(lambda: census.succeeded(names) == 1, 120, "the job to succeed")
         scenario = "webhook outage (failurePolicy Fail)"
         return _figures(scenario, census, names, started, recovery_seconds=recovery)
 
@@ -357,18 +345,18 @@ async def leader_failover(cluster: ChaosCluster, rng: random.Random, jobs: int =
     await cluster.start_controller("controller-b")
     async with admin(cluster) as (api, ns), Census(api, ns).watching() as census:
         names = await _create_jobs(api, ns, "failover", jobs, rng, (3, 8))
-        await _until(lambda: any(census.states.get(n) == "Running" for n in names), 60, "a running job")
+        await eventually(lambda: any(census.states.get(n) == "Running" for n in names), 60, "a running job")
         lease = await api.get(LEASES, LEASE_NAME, "default")
         holder = lease["spec"]["holderIdentity"]
         leader = "controller" if await cluster.is_leader("controller") else "controller-b"
         standby = "controller-b" if leader == "controller" else "controller"
         killed = time.monotonic()
         await cluster.kill(leader)
-        await _until(lambda: cluster.is_leader(standby), 60, f"{standby} to lead")
+        await eventually(lambda: cluster.is_leader(standby), 60, f"{standby} to lead")
         takeover = time.monotonic() - killed
         lease = await api.get(LEASES, LEASE_NAME, "default")
         assert lease["spec"]["holderIdentity"] != holder
-        await _until(lambda: census.succeeded(names) == jobs, 180, "every job to succeed")
+        await eventually(lambda: census.succeeded(names) == jobs, 180, "every job to succeed")
         await cluster.restart(leader)  # back as the standby, for the next run
         figures = _figures("leader failover", census, names, started, kills=1, takeover_seconds=takeover)
     overlap = _writers_overlap(cluster, ns)
@@ -429,7 +417,7 @@ async def certificate_rotation(
                 await asyncio.to_thread(write_cert_dir, cert_dir, serving)
                 # The webhook polls its files; the old CA goes once the new certificate is served.
                 served = functools.partial(_serves, cluster.webhook_port, serving.cert_pem)
-                await _until(served, 60, "the new certificate")
+                await eventually(served, 60, "the new certificate")
                 await cluster.trust(serving.ca_pem)
                 old_pem = serving.ca_pem
             await asyncio.sleep(0.5)

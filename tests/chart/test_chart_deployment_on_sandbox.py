@@ -37,6 +37,7 @@ import yaml
 from sandbox.apiserver.admission import ServiceRoute
 from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.cluster import ClusterHandle, ClusterOptions, child_environment, start_cluster
+from tests import polling
 
 from .rbac import Grant, granted, matching_grants
 from .render import find_object, render_chart
@@ -116,18 +117,21 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None, check: bool 
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float, processes: list[Component]) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """``tests.polling.wait_for``, failing at once when a component exits, with the logs either way."""
+
+    def alive_and_done() -> bool:
         for component in processes:
             if component.process.poll() is not None:
                 raise AssertionError(
                     f"{component.name} exited while waiting for {what}:\n{component.log_tail()}"
                 )
-        if condition():
-            return
-        time.sleep(0.2)
-    logs = "\n".join(component.log_tail() for component in processes)
-    raise AssertionError(f"timed out waiting for {what}\n{logs}")
+        return condition()
+
+    try:
+        polling.wait_for(alive_and_done, what, timeout, interval=0.2)
+    except AssertionError as error:
+        logs = "\n".join(component.log_tail() for component in processes)
+        raise AssertionError(f"{error}\n{logs}") from None
 
 
 def http_ok(port: int) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +24,7 @@ from kube.resources import (
     PODS,
     SERVICES,
 )
+from tests.polling import eventually as eventually
 
 SEED_DIR = Path(__file__).resolve().parents[2] / "examples" / "seed"
 
@@ -185,24 +186,6 @@ def condition(job: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
         if entry.get("type") == type_:
             return dict(entry)
     return None
-
-
-async def eventually(
-    check: Callable[[], Awaitable[T | None]],
-    within: float = 10.0,
-    interval: float = 0.05,
-    what: str = "condition",
-) -> T:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``within``."""
-    deadline = time.monotonic() + within
-    last: Any = None
-    while True:
-        last = await check()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}; last value {last!r}")
-        await asyncio.sleep(interval)
 
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})

@@ -15,6 +15,7 @@ from kube.resources import NAMESPACES
 
 from .cluster import Cluster
 from .operator import CONTROLLER_USER, WebhookHandle, running_webhook
+from .rbac_audit import controller_requests, denied_requests
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +24,9 @@ def apiserver() -> Iterator[Any]:
 
     with start_apiserver() as handle:
         yield handle
+        # Once every integration test has run, whatever their order: the whole run's requests.
+        denied = denied_requests(controller_requests(handle))
+        assert denied == [], f"the controller made requests the chart's roles do not allow: {denied}"
 
 
 @pytest.fixture(scope="session")

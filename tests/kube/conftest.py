@@ -12,14 +12,12 @@ import pytest
 from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.resources import NAMESPACES
+from sandbox.testing import start_apiserver
 
 
 @pytest.fixture(scope="session")
 def sandbox_apiserver() -> Iterator[Any]:
-    testing = pytest.importorskip(
-        "sandbox.testing", reason="the sandbox API server (sandbox.testing) is not available yet"
-    )
-    with testing.start_apiserver() as handle:
+    with start_apiserver() as handle:
         yield handle
 
 

@@ -24,6 +24,7 @@ from kube.errors import Gone, NotFound
 from kube.reflector import Reflector
 from kube.resources import CONFIGMAPS
 from kube.store import Store
+from tests.polling import eventually
 
 
 def configmap(name: str, rv: str) -> dict[str, Any]:
@@ -87,18 +88,10 @@ def list_of(*items: dict[str, Any], rv: str) -> Callable[[], dict[str, Any]]:
     return lambda: {"kind": "ConfigMapList", "metadata": {"resourceVersion": rv}, "items": list(items)}
 
 
-async def until(condition: Callable[[], bool], within: float = 5.0) -> None:
-    async with asyncio.timeout(within):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0.01)
-
-
 async def run_reflector(reflector: Reflector, condition: Callable[[], bool]) -> None:
     task = asyncio.create_task(reflector.run())
     try:
-        await until(condition)
+        await eventually(condition, within=5.0, interval=0.01)
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -134,7 +127,11 @@ async def test_a_watch_error_410_makes_the_reflector_relist(scripted: tuple[Scri
     seen: list[tuple[str, str]] = []
     store = Store()
     reflector = Reflector(
-        api, CONFIGMAPS, store, namespace="ns", stall_timeout=30,
+        api,
+        CONFIGMAPS,
+        store,
+        namespace="ns",
+        stall_timeout=30,
         handlers=[lambda kind, obj, old: seen.append((kind, obj["metadata"]["name"]))],
     )
     await run_reflector(reflector, lambda: reflector.list_count == 2)
@@ -145,7 +142,7 @@ async def test_a_watch_error_410_makes_the_reflector_relist(scripted: tuple[Scri
 
 
 async def test_a_broken_watch_stream_is_retried_from_the_last_resource_version(
-    scripted: tuple[Script, KubeApi]
+    scripted: tuple[Script, KubeApi],
 ) -> None:
     script, api = scripted
     script.lists = [list_of(configmap("a", "5"), rv="5")]
@@ -159,13 +156,15 @@ async def test_a_broken_watch_stream_is_retried_from_the_last_resource_version(
 
 
 async def test_list_failures_back_off_and_the_reflector_syncs_once_the_server_recovers(
-    scripted: tuple[Script, KubeApi]
+    scripted: tuple[Script, KubeApi],
 ) -> None:
     script, api = scripted
 
     def unavailable() -> web.Response:
-        return web.json_response({"kind": "Status", "code": 503, "reason": "ServiceUnavailable",
-                                  "message": "etcd is sad"}, status=503)
+        return web.json_response(
+            {"kind": "Status", "code": 503, "reason": "ServiceUnavailable", "message": "etcd is sad"},
+            status=503,
+        )
 
     script.lists = [unavailable, unavailable, list_of(configmap("a", "5"), rv="5")]
     store = Store()

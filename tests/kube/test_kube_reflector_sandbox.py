@@ -13,19 +13,16 @@ from kube.patches import PatchType
 from kube.reflector import Reflector
 from kube.resources import CONFIGMAPS
 from kube.store import Store, by_label
+from tests.polling import eventually
 
 
 def configmap(name: str, group: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"group": group}},
-            "data": {"v": "0"}}
-
-
-async def until(condition: Callable[[], bool], within: float = 10.0) -> None:
-    async with asyncio.timeout(within):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0.02)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"group": group}},
+        "data": {"v": "0"},
+    }
 
 
 class Recorder:
@@ -69,21 +66,29 @@ async def test_list_then_watch_keeps_the_store_and_indexes_current(
     store = Store()
     store.add_index("group", by_label("group"))
     recorder = Recorder()
-    reflector = Reflector(kube_api, CONFIGMAPS, store, namespace=namespace, handlers=[recorder],
-                          watch_timeout_seconds=5, page_size=1)
+    reflector = Reflector(
+        kube_api,
+        CONFIGMAPS,
+        store,
+        namespace=namespace,
+        handlers=[recorder],
+        watch_timeout_seconds=5,
+        page_size=1,
+    )
     running(reflector)
     await asyncio.wait_for(reflector.wait_synced(), 10)
     assert store.keys() == [f"{namespace}/before"]
     assert recorder.events == [("ADDED", "before", None)]
 
     await kube_api.create(CONFIGMAPS, configmap("during", "x"), namespace)
-    await kube_api.patch(CONFIGMAPS, "before", {"metadata": {"labels": {"group": "y"}}}, namespace,
-                         patch_type=PatchType.MERGE)
+    await kube_api.patch(
+        CONFIGMAPS, "before", {"metadata": {"labels": {"group": "y"}}}, namespace, patch_type=PatchType.MERGE
+    )
     await kube_api.delete(CONFIGMAPS, "during", namespace)
     await kube_api.create(CONFIGMAPS, configmap("after", "x"), namespace)
 
     expected = await server_state(kube_api, namespace)
-    await until(lambda: store_state(store) == expected)
+    await eventually(lambda: store_state(store) == expected)
     assert [obj["metadata"]["name"] for obj in store.by_index("group", "x")] == ["after"]
     assert [obj["metadata"]["name"] for obj in store.by_index("group", "y")] == ["before"]
     assert recorder.names("ADDED") == ["before", "during", "after"]
@@ -100,8 +105,15 @@ async def test_compaction_makes_the_reflector_relist_and_the_store_stays_exact(
         await kube_api.create(CONFIGMAPS, configmap(name, "x"), namespace)
     store = Store()
     recorder = Recorder()
-    reflector = Reflector(kube_api, CONFIGMAPS, store, namespace=namespace, handlers=[recorder],
-                          watch_timeout_seconds=5, backoff_base=0.05)
+    reflector = Reflector(
+        kube_api,
+        CONFIGMAPS,
+        store,
+        namespace=namespace,
+        handlers=[recorder],
+        watch_timeout_seconds=5,
+        backoff_base=0.05,
+    )
     running(reflector)
     await asyncio.wait_for(reflector.wait_synced(), 10)
     lists_before = reflector.list_count
@@ -111,10 +123,10 @@ async def test_compaction_makes_the_reflector_relist_and_the_store_stays_exact(
     await kube_api.patch(CONFIGMAPS, "b", {"data": {"v": "1"}}, namespace, patch_type=PatchType.MERGE)
     sandbox_apiserver.compact()
 
-    await until(lambda: reflector.list_count > lists_before)
+    await eventually(lambda: reflector.list_count > lists_before)
     await kube_api.create(CONFIGMAPS, configmap("e", "x"), namespace)
     expected = await server_state(kube_api, namespace)
-    await until(lambda: store_state(store) == expected)
+    await eventually(lambda: store_state(store) == expected)
     assert sorted(expected) == ["b", "c", "d", "e"]
     # every change reached the handlers exactly once, whether by watch or by the relist's diff
     # (test_kube_reflector_faults shows the diff reporting changes made during the gap itself)
@@ -133,12 +145,19 @@ async def test_the_transform_trims_listed_and_watched_objects_before_the_store_k
     await kube_api.create(CONFIGMAPS, configmap("listed", "x"), namespace)
     store = Store()
     recorder = Recorder()
-    reflector = Reflector(kube_api, CONFIGMAPS, store, namespace=namespace, handlers=[recorder],
-                          watch_timeout_seconds=5, transform=without_data)
+    reflector = Reflector(
+        kube_api,
+        CONFIGMAPS,
+        store,
+        namespace=namespace,
+        handlers=[recorder],
+        watch_timeout_seconds=5,
+        transform=without_data,
+    )
     running(reflector)
     await asyncio.wait_for(reflector.wait_synced(), 10)
     await kube_api.create(CONFIGMAPS, configmap("watched", "x"), namespace)
-    await until(lambda: store.get(f"{namespace}/watched") is not None)
+    await eventually(lambda: store.get(f"{namespace}/watched") is not None)
     for name in ("listed", "watched"):
         cached = store.get(f"{namespace}/{name}")
         assert cached is not None and "data" not in cached and cached["metadata"]["name"] == name

@@ -39,12 +39,12 @@ from kube.resources import (
     SECRETS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
 )
+from sandbox import testing
+from tests.polling import eventually
 from tests.webhook.admission_cases import load_cases
 from webhook.__main__ import serve
 from webhook.cache import TFJOBS, TFJobCache
 from webhook.config import parse_config
-
-testing = pytest.importorskip("sandbox.testing", reason="the sandbox API server is not available")
 
 NAMESPACE = "tfgang-system"
 SERVICE = "tfgang-webhook"
@@ -125,15 +125,6 @@ async def _kube(sandbox: Any) -> AsyncIterator[KubeApi]:
         await api.close()
 
 
-async def _wait_until(condition: Any) -> None:
-    """Poll ``condition`` for up to 15 seconds."""
-    for _ in range(300):
-        if await condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{condition.__name__} did not become true within 15 s")
-
-
 async def test_self_managed_webhook_serves_the_sandbox(sandbox: Any, tmp_path: Path) -> None:
     port, ops_port = _free_port(), _free_port()
     sandbox.route_service(NAMESPACE, SERVICE, port)
@@ -184,7 +175,7 @@ async def test_self_managed_webhook_serves_the_sandbox(sandbox: Any, tmp_path: P
                     except aiohttp.ClientError:
                         return False
 
-                await _wait_until(ready)
+                await eventually(ready)
 
                 # The Secret exists and its CA is what both configurations now trust.
                 secret = await api.get(SECRETS, SECRET, NAMESPACE)
@@ -285,7 +276,7 @@ async def test_tfjob_cache_follows_the_watch_and_falls_back_to_get(sandbox: Any)
             async def gone() -> bool:
                 return "default/tftest" not in cache.store
 
-            await _wait_until(gone)
+            await eventually(gone)
         finally:
             runner.cancel()
 

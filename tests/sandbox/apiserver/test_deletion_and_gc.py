@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import json
 from collections.abc import Awaitable, Callable
@@ -14,15 +13,8 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from sandbox.testing import ApiServerHandle
+from tests.polling import eventually
 from tests.sandbox.apiserver.conftest import raw_request
-
-
-async def until(condition: Callable[[], Awaitable[bool]]) -> None:
-    for _attempt in range(300):
-        if await condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met within 15 seconds")
 
 
 async def gone(read: Callable[[], Awaitable[Any]]) -> bool:
@@ -151,7 +143,7 @@ async def test_background_deletion_collects_dependents(api_client: ApiClient) ->
     await owner_and_dependents(core, "bg", 2)
     await core.delete_namespaced_config_map("bg", "default", propagation_policy="Background")
     assert await gone(lambda: core.read_namespaced_config_map("bg", "default"))
-    await until(lambda: gone(lambda: core.read_namespaced_pod("bg-1", "default")))
+    await eventually(lambda: gone(lambda: core.read_namespaced_pod("bg-1", "default")))
     assert await gone(lambda: core.read_namespaced_pod("bg-0", "default"))
 
 
@@ -163,14 +155,14 @@ async def test_foreground_deletion_removes_dependents_first(api_client: ApiClien
         {"metadata": {"name": "fg-held", "ownerReferences": [reference], "finalizers": ["hold/it"]}},
     )
     await core.delete_namespaced_config_map("fg", "default", propagation_policy="Foreground")
-    await until(lambda: gone(lambda: core.read_namespaced_pod("fg-0", "default")))
+    await eventually(lambda: gone(lambda: core.read_namespaced_pod("fg-0", "default")))
     owner = await core.read_namespaced_config_map("fg", "default")
     assert owner.metadata.finalizers == ["foregroundDeletion"]
     assert owner.metadata.deletion_timestamp is not None
     held = await core.read_namespaced_config_map("fg-held", "default")
     assert held.metadata.deletion_timestamp is not None
     await core.patch_namespaced_config_map("fg-held", "default", {"metadata": {"finalizers": None}})
-    await until(lambda: gone(lambda: core.read_namespaced_config_map("fg", "default")))
+    await eventually(lambda: gone(lambda: core.read_namespaced_config_map("fg", "default")))
 
 
 async def test_orphan_deletion_keeps_dependents_without_the_reference(api_client: ApiClient) -> None:
@@ -200,7 +192,7 @@ async def test_namespace_deletion_empties_it(api: ApiServerHandle, api_client: A
     with pytest.raises(ApiException) as refused:
         await core.create_namespaced_config_map("doomed", {"metadata": {"name": "late"}})
     assert refused.value.status in (403, 404)
-    await until(lambda: gone(lambda: core.read_namespace("doomed")))
+    await eventually(lambda: gone(lambda: core.read_namespace("doomed")))
     with pytest.raises(ApiException) as protected:
         await core.delete_namespace("default")
     assert protected.value.status == 403

@@ -10,6 +10,7 @@ The shared cluster's three nodes of 2.5 cpu (7.5 in all, the default queue's cap
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import time
@@ -17,6 +18,10 @@ from typing import Any
 
 from sandbox.cluster import ClusterHandle
 from sandbox.kubectl import find_kubectl
+from tests.polling import wait_for
+
+# A gang of four pods on small nodes takes a while to settle on a loaded machine.
+wait_for_gang = functools.partial(wait_for, within=40.0)
 
 
 def tfjob(name: str, cpu: str, seconds: float) -> dict[str, Any]:
@@ -70,19 +75,9 @@ def state_of(handle: ClusterHandle, job: str) -> str:
     return str(conditions[-1]["type"]) if conditions else ""
 
 
-def wait_for(check: Any, what: str, within: float = 40.0) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_room_for_three_of_four_pods_binds_none(operator_cluster: ClusterHandle) -> None:
     kubectl(operator_cluster, "apply", "-f", "-", stdin=json.dumps(tfjob("big", "1800m", 30)))
-    wait_for(lambda: len(pods_of(operator_cluster, "big")) == 4, "the controller to create the 4 pods")
+    wait_for_gang(lambda: len(pods_of(operator_cluster, "big")) == 4, "the controller to create the 4 pods")
 
     def unschedulable() -> dict[str, Any] | None:
         conditions = (get_json(operator_cluster, "podgroup", "big").get("status") or {}).get(
@@ -92,7 +87,7 @@ def test_room_for_three_of_four_pods_binds_none(operator_cluster: ClusterHandle)
             (c for c in conditions if c.get("type") == "Unschedulable" and c.get("status") == "True"), None
         )
 
-    condition = wait_for(unschedulable, "the PodGroup's Unschedulable condition")
+    condition = wait_for_gang(unschedulable, "the PodGroup's Unschedulable condition")
     assert condition["reason"] == "NotEnoughResources"
     for _ in range(10):  # a few scheduling periods: still none bound
         assert [pod["spec"].get("nodeName") for pod in pods_of(operator_cluster, "big")] == [None] * 4
@@ -100,7 +95,7 @@ def test_room_for_three_of_four_pods_binds_none(operator_cluster: ClusterHandle)
     events = get_json(operator_cluster, "events", "--field-selector", "reason=FailedScheduling")["items"]
     assert {event["involvedObject"]["name"] for event in events} >= {f"big-worker-{i}" for i in range(4)}
     kubectl(operator_cluster, "delete", "tfjob", "big", "--wait=true")
-    wait_for(lambda: not pods_of(operator_cluster, "big"), "the pods to go")
+    wait_for_gang(lambda: not pods_of(operator_cluster, "big"), "the pods to go")
 
 
 def test_two_jobs_that_fit_alone_but_not_together_run_one_after_the_other(

@@ -26,6 +26,7 @@ from sandbox.cluster import (
 )
 from sandbox.kubectl import find_kubectl
 from sandbox.webhook_configs import webhook_configurations
+from tests.polling import wait_for
 from tests.sandbox.cluster.conftest import THREE_SMALL_NODES
 
 CHART_CRD = Path(__file__).resolve().parents[3] / "charts" / "tfgang" / "crds" / "kubeflow.org_tfjobs.yaml"
@@ -40,16 +41,6 @@ def kubectl_json(handle: ClusterHandle, *args: str) -> Any:
         check=True,
     )
     return json.loads(done.stdout)
-
-
-def wait_for(check: Any, what: str, within: float = 30.0) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_every_component_talks_to_the_api_as_itself(operator_cluster: ClusterHandle) -> None:

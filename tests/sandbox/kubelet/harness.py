@@ -11,13 +11,10 @@ import contextlib
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from kube.api import KubeApi
 from kube.client import make_api_client
@@ -27,11 +24,8 @@ from sandbox.kubelet.agent import AgentOptions, NodeAgent
 from sandbox.kubelet.backoff import BackoffPolicy
 from sandbox.kubelet.nodespec import parse_nodes
 from sandbox.scheduler.runner import Scheduler, SchedulerOptions
-
-try:
-    from sandbox.testing import ApiServerHandle, start_apiserver
-except ImportError as error:  # pragma: no cover - only while the API server room is unfinished
-    pytest.skip(f"sandbox.testing is not importable yet: {error}", allow_module_level=True)
+from sandbox.testing import ApiServerHandle, start_apiserver
+from tests.polling import eventually as eventually
 
 
 def kubectl_binary() -> str:
@@ -144,18 +138,6 @@ class Cluster:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]], within: float = 15.0, what: str = "condition"
-) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        if await check():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def get_pod(api: KubeApi, name: str) -> dict[str, Any]:
