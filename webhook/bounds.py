@@ -9,6 +9,7 @@ only echoed is clipped; what becomes a label is one of a fixed set.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Final
 
@@ -90,6 +91,14 @@ def invalid_value(value: str, kind: str, *, fully: bool = True) -> str | None:
         return max_length_message(limit)
     if not fully:
         return None
+    return _pattern_error(value, kind)
+
+
+# Every pod of a job brings the same namespace and job name: the patterns' verdicts are kept for
+# the values seen last. Only values within the length limit (63 characters) get here, so the
+# memory stays small whatever callers send.
+@functools.lru_cache(maxsize=4096)
+def _pattern_error(value: str, kind: str) -> str | None:
     errors = label_value_errors(value) if kind == "label" else dns1123_label_errors(value)
     return errors[0] if errors else None
 

@@ -19,9 +19,8 @@ deadline in ``server`` (the accept loop).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -184,17 +183,47 @@ class BodyBudget:
     def __init__(self, total: int) -> None:
         self._total = total
         self._free = total
+        self._waiting = 0
         self._released = asyncio.Condition()
 
-    @contextlib.asynccontextmanager
-    async def reserve(self, size: int) -> AsyncIterator[None]:
-        size = min(size, self._total)
-        async with self._released:
-            await self._released.wait_for(lambda: self._free >= size)
+    def reserve(self, size: int) -> _Reservation:
+        """``async with budget.reserve(size):`` -- waits until ``size`` bytes (at most the whole
+        budget) are free, holds them for the block."""
+        return _Reservation(self, min(size, self._total))
+
+    async def _take(self, size: int) -> None:
+        # The usual case, on every admission: nobody waits and the budget has room. Taking it
+        # needs no lock (the loop runs one task at a time); the condition is for those who wait.
+        if self._free >= size and not self._waiting:
             self._free -= size
-        try:
-            yield
-        finally:
+            return
+        async with self._released:
+            self._waiting += 1
+            try:
+                await self._released.wait_for(lambda: self._free >= size)
+            finally:
+                self._waiting -= 1
+            self._free -= size
+
+    async def _give_back(self, size: int) -> None:
+        self._free += size
+        if self._waiting:
             async with self._released:
-                self._free += size
                 self._released.notify_all()
+
+
+class _Reservation:
+    """A class, not an ``asynccontextmanager``: this runs on every admission, and a generator-based
+    context manager costs several times the bookkeeping itself."""
+
+    __slots__ = ("_budget", "_size")
+
+    def __init__(self, budget: BodyBudget, size: int) -> None:
+        self._budget = budget
+        self._size = size
+
+    async def __aenter__(self) -> None:
+        await self._budget._take(self._size)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._budget._give_back(self._size)
