@@ -6,6 +6,8 @@
 #
 # Stage 1 builds the tfgang wheel and the wheels of its dependencies; stage 2 installs them from
 # that local wheelhouse only, so the runtime image has no compiler, build tools or sources.
+# Only the operator's rooms are copied: the sandbox (a development tool, the `sandbox` extra) and
+# its dependencies stay out of the image.
 
 FROM python:3.11.14-slim-bookworm AS builder
 ENV PIP_NO_CACHE_DIR=1 \
@@ -18,7 +20,6 @@ COPY kube/ kube/
 COPY certs/ certs/
 COPY webhook/ webhook/
 COPY controller/ controller/
-COPY sandbox/ sandbox/
 COPY kubectl_tfjob/ kubectl_tfjob/
 RUN python -m pip wheel --wheel-dir /wheels .
 

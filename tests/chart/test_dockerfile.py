@@ -115,9 +115,26 @@ def test_the_build_copies_every_package_the_wheel_needs(dockerfile: list[Instruc
         for source in i.arguments.split()[:-1]
         if not source.startswith("--")
     }
-    assert packages | {"pyproject.toml", project["project"]["readme"]} <= copied
+    assert (packages - {"sandbox"}) | {"pyproject.toml", project["project"]["readme"]} <= copied
     for source in copied:
         assert (ROOT / source).exists(), source
+
+
+def test_the_image_holds_the_operator_but_not_the_sandbox_or_its_dependencies(
+    dockerfile: list[Instruction],
+) -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    copied = " ".join(i.arguments for i in stages(dockerfile)[0] if i.keyword == "COPY")
+    assert "sandbox" not in copied
+    runtime = {
+        requirement.split("~")[0].split("=")[0].split(">")[0]
+        for requirement in project["project"]["dependencies"]
+    }
+    sandbox_only = {
+        requirement.split("~")[0].split("=")[0]
+        for requirement in project["project"]["optional-dependencies"]["sandbox"]
+    }
+    assert sandbox_only and not runtime & sandbox_only
 
 
 def _dockerignore_excludes(patterns: list[str], path: str) -> bool:
