@@ -385,9 +385,13 @@ async def run(
                 budget = await writebudget.measure(api, apiserver, "tfgang-controller")
                 process.kill()  # kill -9: no graceful stop, as when a node dies
                 process.wait()
-            restart = await _restart_phase(
-                api, controller_flags, str(controller_kubeconfig), workdir, podgroups
-            )
+            try:
+                restart: dict[str, float] | None = await _restart_phase(
+                    api, controller_flags, str(controller_kubeconfig), workdir, podgroups
+                )
+            except (TimeoutError, RuntimeError) as exc:  # report the rest of the run all the same
+                print(f"restart phase failed: {exc}", flush=True)
+                restart = None
         finally:
             for watcher in watchers:
                 watcher.cancel()
@@ -433,7 +437,8 @@ def _verdict(ok: bool) -> str:
 def render(result: dict[str, Any]) -> str:
     server_ratio = result["server_ms_per_object"] / result["plain"]["create_ms"]
     plain_rate = result["plain"]["objects"] / result["plain"]["seconds"]
-    restart = result["restart"]
+    restart = result["restart"] or {"ready_s": float("nan"), "ready_cpu_s": float("nan"),
+                                     "fresh_rss_mib": float("nan"), "first_job_s": float("nan")}  # fmt: skip
     restart_verdict = (
         f": {_verdict(restart['ready_s'] + restart['first_job_s'] <= 10)}" if result["jobs"] >= 10_000 else ""
     )
@@ -441,12 +446,13 @@ def render(result: dict[str, Any]) -> str:
     rss_goal = f"<= {rss_limit} MiB: {_verdict(result['burst_rss_mib'] <= rss_limit)}"
     verbs = ", ".join(f"{verb} {count}" for verb, count in sorted(result["by_verb"].items()))
     kind = result["apiserver"]
-    begin, end = section_markers(_section(kind))
+    begin, end = section_markers(_section(kind, result["jobs"]))
     server = "sandbox API server" if kind == SANDBOX else "kube-apiserver (v1.20, with etcd)"
     return "\n".join(
         [
             begin,
-            "## Controller" if kind == SANDBOX else "## Controller on a real kube-apiserver",
+            ("## Controller" if kind == SANDBOX else "## Controller on a real kube-apiserver")
+            + ("" if result["jobs"] == 1000 else f", {result['jobs']:,} TFJobs"),
             "",
             f"`python bench/controller.py --jobs {result['jobs']} --workers {result['workers']} --apiserver "
             f"{kind}` on {os.cpu_count()} cores ({platform.python_implementation()} "
@@ -503,8 +509,10 @@ def render(result: dict[str, Any]) -> str:
     )
 
 
-def _section(kind: str) -> str:
-    return "controller" if kind == SANDBOX else "controller-kube-apiserver"
+def _section(kind: str, jobs: int) -> str:
+    """Each API server and scale keeps its own section of docs/performance.md."""
+    name = "controller" if kind == SANDBOX else "controller-kube-apiserver"
+    return name if jobs == 1000 else f"{name}-{jobs}"
 
 
 def main() -> int:
@@ -530,7 +538,7 @@ def main() -> int:
     section = render(result)
     print(section)
     if not args.no_write:
-        write_section(REPO / "docs" / "performance.md", _section(args.apiserver), section)
+        write_section(REPO / "docs" / "performance.md", _section(args.apiserver, args.jobs), section)
     return 0
 
 
