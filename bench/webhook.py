@@ -403,9 +403,9 @@ def memory_kib(pid: int) -> tuple[int, int]:
 
 @contextlib.contextmanager
 def server_process(
-    command: Sequence[str], core: int, environment: dict[str, str] | None = None
+    command: Sequence[str], core: int, environment: dict[str, str] | None = None, cwd: Path = REPO
 ) -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen(list(command), cwd=REPO, preexec_fn=lambda: _isolate(core), env=environment)
+    process = subprocess.Popen(list(command), cwd=cwd, preexec_fn=lambda: _isolate(core), env=environment)
     try:
         yield process
     finally:
@@ -739,6 +739,13 @@ async def run(args: argparse.Namespace) -> Result:
                     )
                 )
                 servers.append(Server("bare", bare_port, bare.pid))
+            for tree in args.tree:
+                # Another checkout's tfgang-webhook beside this one: an A/B of two trees in one run.
+                tree_port, tree_ops = free_port(), free_port()
+                command = webhook_command(handle.kubeconfig, cert_dir, tree_port, tree_ops)
+                other = stack.enter_context(server_process(command, server_core, cwd=Path(tree)))
+                await wait_ready(tree_ops, 300)
+                servers.append(Server(f"tfgang@{tree}", tree_port, other.pid))
             for server in servers:
                 await wait_serving(server.port, context, 60)
                 await check_answers(server.port, context, bodies[:50], mutated=server.name != "bare")
@@ -822,7 +829,7 @@ def render(result: Result) -> str:
         versus = f"{load.per_second / go.per_second:.2f}x" if go is not None else "n/a"
         at_rate = result.open[name]
         rows.append(
-            f"| {SERVER_TITLES[name]} | {load.per_second:,.0f}/s | {versus} "
+            f"| {SERVER_TITLES.get(name, f'`{name}`')} | {load.per_second:,.0f}/s | {versus} "
             f"| {load.cpu_per_request_us:.0f} us "
             f"| p50 {load.p50_ms:.2f}, p99 {load.p99_ms:.2f} | p50 {at_rate.p50_ms:.2f}, "
             f"p99 {at_rate.p99_ms:.2f}, max {at_rate.max_ms:.1f} | {load.errors + at_rate.errors} |"
@@ -909,6 +916,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--go-anchor", help="folder of the Go anchor's main.go (default: found, see above)")
     parser.add_argument("--no-anchor", action="store_true", help="do not build or run the Go anchor")
     parser.add_argument("--no-bare", action="store_true", help="do not run the bare aiohttp server")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also run the tfgang-webhook of another checkout (e.g. a git worktree of main) side by side",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md")
     parser.add_argument(
         "--profile", metavar="PATH", help="also sample tfgang-webhook with py-spy under wrk; stacks to PATH"
