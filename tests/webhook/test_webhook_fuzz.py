@@ -138,6 +138,43 @@ def test_damaged_fixture_reviews(
     _check(status, answer, review)
 
 
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+hostile_values = (
+    st.integers(1, 300_000).map(lambda size: "h" * size)
+    | st.sampled_from(["9" * 5000, "-" * 64, "Not_A_Label!", "\u00e9" * 70, "\x00", "../../etc"])
+    | st.integers(100, 400).map(_nested)
+)
+
+
+@FUZZ
+@given(sample=damaged_reviews(), data=st.data())
+def test_hostile_values_at_every_path(
+    webhook_connection: http.client.HTTPSConnection, sample: tuple[str, Any], data: st.DataObject
+) -> None:
+    """Megabyte-scale strings, labels Kubernetes would reject and deep nesting, anywhere in a review:
+    never a 5xx or an internal error, and whatever is echoed back stays short."""
+    path, review = sample
+    candidates = [p for p in json_paths(review["request"]) if p and p[0] != "uid"]
+    target = data.draw(st.sampled_from(candidates))
+    parent: Any = review["request"]
+    try:
+        for step in target[:-1]:
+            parent = parent[step]
+        parent[target[-1]] = data.draw(hostile_values)
+    except (KeyError, IndexError, TypeError):
+        pass
+    status, answer = _post(webhook_connection, path, json.dumps(review).encode())
+    _check(status, answer, review)
+    message = answer.get("message") or answer.get("response", {}).get("status", {}).get("message", "")
+    assert len(message) < 2048 or path == "/validate-tfjobs", "pod answers echo values clipped"
+
+
 pods = st.fixed_dictionaries(
     {
         "metadata": st.fixed_dictionaries(
