@@ -58,6 +58,7 @@ VALIDATE_TFJOBS_PATH: Final = "/validate-tfjobs"
 # Reviews carry object and oldObject (each up to ~1.5 MiB in etcd): aiohttp's 1 MiB default is too small.
 DEFAULT_MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 JSON_CONTENT_TYPE: Final = "application/json"
+SMALL_BODY: Final = 64 * 1024
 
 Decide = Callable[[AdmissionRequest], Awaitable[Decision]]
 
@@ -133,6 +134,9 @@ async def _read_body(
         response.force_close()
         return response, "too_large"
     try:
+        if declared is not None and declared <= SMALL_BODY and http_request.content.is_eof():
+            # Already received whole (a review is a few KiB): no deadline or budget to wait for.
+            return await http_request.read()
         async with (
             asyncio.timeout(intake.timeout),
             intake.bodies.reserve(intake.max_bytes if declared is None else declared),

@@ -101,12 +101,14 @@ class GuardedRequestHandler(web_protocol.RequestHandler):
 
     def data_received(self, data: bytes) -> None:
         waiting = self._waiter is not None and not self._waiter.done()
-        if waiting and self._header_deadline is None:
-            self._header_deadline = self._loop.call_later(self._header_timeout, self._headers_too_slow)
         super().data_received(data)
         if self._request_count != self._headers_seen:
             self._headers_seen = self._request_count
             self._cancel_header_deadline()
+        elif waiting and self._header_deadline is None:
+            # A request has begun and its headers are not complete yet (a whole request in one
+            # read, the usual case, never needs the timer).
+            self._header_deadline = self._loop.call_later(self._header_timeout, self._headers_too_slow)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._cancel_header_deadline()

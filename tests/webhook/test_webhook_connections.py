@@ -7,6 +7,7 @@ answers) within a generous multiple of them, never how fast it does.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import io
 import json
 import socket
@@ -256,3 +257,21 @@ async def test_an_undecodable_content_encoding_is_a_quiet_400(
     records = [json.loads(line) for line in json_log.getvalue().splitlines()]
     assert all(record["level"] not in ("ERROR", "CRITICAL") for record in records), records
     assert all("exc_info" not in record for record in records), records
+
+
+async def test_a_small_body_that_inflates_past_the_limit_is_refused_quietly(
+    ca: CertificateAuthority, tmp_path: Path, json_log: io.StringIO
+) -> None:
+    bomb = gzip.compress(b"[" + b"0," * (3 * 1024 * 1024) + b"0]")  # ~6 MiB of JSON in ~6 KiB
+    async with running_webhook(tmp_path, SEED.tfjobs) as webhook:
+        reader, writer = await _open(ca, webhook.port)
+        writer.write(
+            b"POST /mutate-pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Encoding: gzip\r\nContent-Length: {len(bomb)}\r\n\r\n".encode()
+            + bomb
+        )
+        status_line = await asyncio.wait_for(reader.readline(), CLOSED_WITHIN)
+        writer.close()
+    assert status_line.startswith((b"HTTP/1.1 413", b"HTTP/1.1 400")), status_line
+    records = [json.loads(line) for line in json_log.getvalue().splitlines()]
+    assert all(record["level"] not in ("ERROR", "CRITICAL") for record in records), records
