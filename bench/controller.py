@@ -154,16 +154,18 @@ async def _plain_phase(api: KubeApi, jobs: int, server_cpu: Callable[[], float])
         watcher.cancel()
     await asyncio.gather(*watchers, return_exceptions=True)
     # Out of the controller's way (it watches every namespace): the TFJobs and all they own go.
-    await asyncio.gather(*(api.delete(TFJOBS, body["metadata"]["name"], PLAIN_NAMESPACE) for body in created))
-    deadline = time.monotonic() + 120
+    async def delete(res: Any, name: str) -> None:
+        async with semaphore:
+            with contextlib.suppress(ApiError):  # gone already (the garbage collector was first)
+                await api.delete(res, name, PLAIN_NAMESPACE)
+
+    await asyncio.gather(*(delete(TFJOBS, body["metadata"]["name"]) for body in created))
+    deadline = time.monotonic() + 60 + jobs / 10
     for res in (PODGROUPS_V1BETA1, PODS, SERVICES):
         while leftovers := (await api.list_all(res, PLAIN_NAMESPACE))[0]:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{len(leftovers)} {res.plural} of the plain phase are still there")
-            await asyncio.gather(
-                *(api.delete(res, item["metadata"]["name"], PLAIN_NAMESPACE) for item in leftovers),
-                return_exceptions=True,
-            )
+            await asyncio.gather(*(delete(res, item["metadata"]["name"]) for item in leftovers))
     return {
         "objects": len(children),
         "tfjob_create_ms": tfjobs_cpu / jobs * 1000,
