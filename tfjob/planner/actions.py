@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal, cast
 
 from kubeobjects.meta import Meta
 from tfjob.constants import (
@@ -62,13 +62,22 @@ class Target:
 class _Reported:
     """Upstream's events about an action's outcome: ``Created pod: <name>``, ``Error deleting: ...``.
 
-    ``reasons`` is the (success, failure) pair of event reasons, None for an action upstream
-    reports nothing about; ``noun`` names the object in the success message.
+    Each action class names, as class keywords, the resource it targets (``kind``), the object's
+    noun in the success message and the (success, failure) event reasons; no reasons: upstream
+    reports nothing about that action.
     """
 
     verb: ClassVar[Verb]
+    kind: ClassVar[Kind]
     noun: ClassVar[str] = ""
     reasons: ClassVar[Reasons] = None
+
+    def __init_subclass__(
+        cls, *, kind: Kind | None = None, noun: str = "", reasons: Reasons = None, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if kind is not None:
+            cls.kind, cls.noun, cls.reasons = kind, noun, reasons
 
     @property
     def target(self) -> Target:
@@ -87,14 +96,14 @@ class _Reported:
 
 
 class _Create(_Reported):
-    """Create ``body``; its name comes from the body."""
+    """Create the object in the class's one field; its name comes from the object."""
 
-    kind: ClassVar[Kind]
     verb: ClassVar[Verb] = "create"
 
     @property
     def body(self) -> Mapping[str, Any]:
-        raise NotImplementedError
+        (body,) = vars(self).values()  # a create's one field is the object
+        return cast(Mapping[str, Any], body)
 
     @property
     def name(self) -> str:
@@ -111,7 +120,6 @@ class _Delete(_Reported):
 
     name: str
     uid: str
-    kind: ClassVar[Kind]
     verb: ClassVar[Verb] = "delete"
 
     @property
@@ -120,41 +128,29 @@ class _Delete(_Reported):
 
 
 @dataclass(frozen=True)
-class CreatePod(_Create):
+class CreatePod(
+    _Create, kind="pods", noun="pod", reasons=(EVENT_SUCCESSFUL_CREATE_POD, EVENT_FAILED_CREATE_POD)
+):
     pod: Pod
-    kind: ClassVar[Kind] = "pods"
-    noun: ClassVar[str] = "pod"
-    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_CREATE_POD, EVENT_FAILED_CREATE_POD)
-
-    @property
-    def body(self) -> Mapping[str, Any]:
-        return self.pod
 
 
 @dataclass(frozen=True)
-class CreateService(_Create):
+class CreateService(
+    _Create,
+    kind="services",
+    noun="service",
+    reasons=(EVENT_SUCCESSFUL_CREATE_SERVICE, EVENT_FAILED_CREATE_SERVICE),
+):
     service: Service
-    kind: ClassVar[Kind] = "services"
-    noun: ClassVar[str] = "service"
-    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_CREATE_SERVICE, EVENT_FAILED_CREATE_SERVICE)
-
-    @property
-    def body(self) -> Mapping[str, Any]:
-        return self.service
 
 
 @dataclass(frozen=True)
-class CreatePodGroup(_Create):
+class CreatePodGroup(_Create, kind="podgroups"):
     podgroup: PodGroup
-    kind: ClassVar[Kind] = "podgroups"
-
-    @property
-    def body(self) -> Mapping[str, Any]:
-        return self.podgroup
 
 
 @dataclass(frozen=True)
-class PatchPodGroup(_Reported):
+class PatchPodGroup(_Reported, kind="podgroups"):
     """A JSON merge patch of the PodGroup's spec/metadata; its status is never written (D15)."""
 
     name: str
@@ -163,37 +159,41 @@ class PatchPodGroup(_Reported):
 
     @property
     def target(self) -> Target:
-        return Target("podgroups", self.name)
+        return Target(self.kind, self.name)
 
 
 @dataclass(frozen=True)
-class DeletePod(_Delete):
-    kind: ClassVar[Kind] = "pods"
-    noun: ClassVar[str] = "pod"
-    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_DELETE_POD, EVENT_FAILED_DELETE_POD)
+class DeletePod(
+    _Delete, kind="pods", noun="pod", reasons=(EVENT_SUCCESSFUL_DELETE_POD, EVENT_FAILED_DELETE_POD)
+):
+    pass
 
 
 @dataclass(frozen=True)
-class DeleteService(_Delete):
-    kind: ClassVar[Kind] = "services"
-    noun: ClassVar[str] = "service"
-    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_DELETE_SERVICE, EVENT_FAILED_DELETE_SERVICE)
+class DeleteService(
+    _Delete,
+    kind="services",
+    noun="service",
+    reasons=(EVENT_SUCCESSFUL_DELETE_SERVICE, EVENT_FAILED_DELETE_SERVICE),
+):
+    pass
 
 
 @dataclass(frozen=True)
-class DeletePodGroup(_Delete):
-    kind: ClassVar[Kind] = "podgroups"
-    noun: ClassVar[str] = "PodGroup"
-    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_DELETE_PODGROUP, EVENT_FAILED_DELETE_PODGROUP)
+class DeletePodGroup(
+    _Delete,
+    kind="podgroups",
+    noun="PodGroup",
+    reasons=(EVENT_SUCCESSFUL_DELETE_PODGROUP, EVENT_FAILED_DELETE_PODGROUP),
+):
+    pass
 
 
 @dataclass(frozen=True)
-class DeleteJob(_Delete):
+class DeleteJob(
+    _Delete, kind="tfjobs", noun="job", reasons=(EVENT_SUCCESSFUL_DELETE_JOB, EVENT_FAILED_DELETE_JOB)
+):
     """Delete the TFJob itself (TTL after finishing); its children go by garbage collection."""
-
-    kind: ClassVar[Kind] = "tfjobs"
-    noun: ClassVar[str] = "job"
-    reasons: ClassVar[Reasons] = (EVENT_SUCCESSFUL_DELETE_JOB, EVENT_FAILED_DELETE_JOB)
 
 
 Action = (
