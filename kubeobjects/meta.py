@@ -33,6 +33,18 @@ def text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+class _Text:
+    """A scalar metadata field read as text: "" when it is absent or not a scalar."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __get__(self, meta: Meta | None, owner: type | None = None) -> str:
+        if meta is None:
+            raise AttributeError(self.key)
+        return _scalar_text(meta.raw.get(self.key))
+
+
 class Meta:
     """The ``metadata`` of one raw object; every accessor tolerates any shape."""
 
@@ -41,21 +53,10 @@ class Meta:
     def __init__(self, obj: Mapping[str, Any] | None) -> None:
         self.raw: Mapping[str, Any] = mapping(obj.get("metadata")) if obj is not None else EMPTY
 
-    @property
-    def name(self) -> str:
-        return _scalar_text(self.raw.get("name"))
-
-    @property
-    def namespace(self) -> str:
-        return _scalar_text(self.raw.get("namespace"))
-
-    @property
-    def uid(self) -> str:
-        return _scalar_text(self.raw.get("uid"))
-
-    @property
-    def resource_version(self) -> str:
-        return _scalar_text(self.raw.get("resourceVersion"))
+    name = _Text("name")
+    namespace = _Text("namespace")
+    uid = _Text("uid")
+    resource_version = _Text("resourceVersion")
 
     @property
     def key(self) -> str:

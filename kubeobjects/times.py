@@ -66,27 +66,28 @@ def human_duration(seconds_float: float) -> str:
         return "0s"
     if seconds < 120:
         return f"{seconds}s"
-    minutes = seconds // 60
+    minutes, hours = seconds // 60, seconds // 3600
+    days, years = hours // 24, hours // 24 // 365
     if minutes < 10:
-        rest = seconds % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+        return _units(minutes, "m", seconds % 60, "s")
     if minutes < 180:
         return f"{minutes}m"
-    hours = seconds // 3600
     if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+        return _units(hours, "h", minutes % 60, "m")
     if hours < 48:
         return f"{hours}h"
     if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+        return _units(days, "d", hours % 24, "h")
     if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
+        return f"{days}d"
     if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
-    return f"{hours // 24 // 365}y"
+        return _units(years, "y", days % 365, "d")
+    return f"{years}y"
+
+
+def _units(major: int, major_unit: str, minor: int, minor_unit: str) -> str:
+    # HumanDuration drops a zero second unit: "3m", not "3m0s".
+    return f"{major}{major_unit}{minor}{minor_unit}" if minor else f"{major}{major_unit}"
 
 
 def since(value: object, now: datetime) -> str:
