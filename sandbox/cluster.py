@@ -37,8 +37,10 @@ from kube.errors import ApiError, NotFound
 from kube.resources import NODES, QUEUES_V1BETA1
 from sandbox.apiserver.faults import StandingFaults
 from sandbox.apiserver.kubeconfig import write_kubeconfig
+from sandbox.apiserver.requestlog import RequestRecord
 from sandbox.apiserver.server import ApiServer
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
+from sandbox.backends import SANDBOX, ClusterApiServer, SandboxApiServer, new_api_server
 from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
 from sandbox.supervisor import ChildFailed, ChildSpec, Supervisor
 from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, webhook_configurations
@@ -114,6 +116,9 @@ class ClusterOptions:
     """Standing faults of the API server, in force once every component is ready."""
     controller_flags: tuple[str, ...] = ()
     """Extra flags of the controller process (``--leader-elect``, lease timings, ...)."""
+    apiserver: str = SANDBOX
+    """``sandbox`` (in this process) or ``kube-apiserver`` (a real one with etcd; see
+    ``sandbox.realapiserver``)."""
 
 
 def free_port() -> int:
@@ -139,7 +144,7 @@ def _python(*args: str) -> tuple[str, ...]:
 class LocalCluster:
     def __init__(self, options: ClusterOptions = ClusterOptions()) -> None:
         self.options = options
-        self._server: ApiServer | None = None
+        self._server: ClusterApiServer | None = None
         self._stopped = False
         self.supervisor = Supervisor()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
@@ -150,10 +155,17 @@ class LocalCluster:
         self.ops_ports: dict[str, int] = {}
 
     @property
-    def server(self) -> ApiServer:
+    def server(self) -> ClusterApiServer:
         if self._server is None:
             raise ClusterError("the cluster has not been started")
         return self._server
+
+    @property
+    def sandbox_server(self) -> ApiServer:
+        """The sandbox API server object, for tests that reach into it; not on kube-apiserver."""
+        if not isinstance(self._server, SandboxApiServer):
+            raise ClusterError("the cluster does not run on the sandbox API server")
+        return self._server.server
 
     @property
     def url(self) -> str:
@@ -193,22 +205,24 @@ class LocalCluster:
             raise
 
     async def _start(self) -> None:
-        self._server = ApiServer(watch_window=self.options.watch_window)
+        self._server = new_api_server(
+            self.options.apiserver, self.workdir / "apiserver", self.options.watch_window
+        )
         await self.server.start(port=self.options.port)
         for path in VOLCANO_CRD_FILES:
-            await self.server.install_file(path)
+            await self.server.install_crd_file(path)
         self.kubeconfig = Path(
             write_kubeconfig(
                 str(self.options.kubeconfig or self.workdir / "admin.kubeconfig"),
                 self.url,
-                self.server.material.ca_pem,
+                self.server.ca_pem,
                 self.server.admin_token,
             )
         )
         crd = self.options.tfjob_crd or tfjob_crd_path() or ""
         crd_exists: bool = bool(crd) and await asyncio.to_thread(os.path.isfile, crd)
         if crd_exists:
-            await self.server.install_file(crd)
+            await self.server.install_crd_file(crd)
         elif self.options.operator:
             raise ClusterError(
                 "the chart's TFJob CRD (charts/tfgang/crds) was not found; set TFGANG_TFJOB_CRD"
@@ -224,20 +238,26 @@ class LocalCluster:
         finally:
             await api.close()
         self.supervisor.check()
-        self.server.faults.standing = self.options.faults
+        if isinstance(self._server, SandboxApiServer):
+            self._server.server.faults.standing = self.options.faults
+        elif self.options.faults != StandingFaults():
+            raise ClusterError("standing faults are a sandbox API server feature")
         logger.info("local cluster ready at %s", self.url)
 
-    def _identity_kubeconfig(self, component: str, identity: Identity) -> str:
-        token = self.server.state.authenticator.add(identity.user, identity.groups)
-        path = write_kubeconfig(
-            str(self.workdir / f"{component}.kubeconfig"),
-            self.url,
-            self.server.material.ca_pem,
-            token,
-            user=component,
-        )
-        self.kubeconfigs[component] = Path(path)
-        return path
+    async def _identity_kubeconfig(self, component: str, identity: Identity) -> str:
+        path = await self.identity_kubeconfig(component, identity.user, identity.groups)
+        self.kubeconfigs[component] = path
+        return str(path)
+
+    async def identity_kubeconfig(
+        self, name: str, user: str, groups: tuple[str, ...] = ("system:authenticated",)
+    ) -> Path:
+        """A kubeconfig ``<workdir>/<name>.kubeconfig`` for a new identity ``user``."""
+        return await self.server.identity_kubeconfig(self.workdir / f"{name}.kubeconfig", user, groups)
+
+    async def request_log(self) -> list[RequestRecord]:
+        """Every API call so far, oldest first (on kube-apiserver: read from its audit log)."""
+        return await self.server.request_log()
 
     def _spec(self, name: str, argv: tuple[str, ...], stop_signal: int = signal.SIGTERM) -> ChildSpec:
         return ChildSpec(
@@ -249,7 +269,7 @@ class LocalCluster:
         )
 
     async def _start_scheduler(self, api: KubeApi) -> None:
-        kubeconfig = self._identity_kubeconfig("scheduler", SCHEDULER_IDENTITY)
+        kubeconfig = await self._identity_kubeconfig("scheduler", SCHEDULER_IDENTITY)
         argv = _python(
             "sandbox", "scheduler", "--kubeconfig", kubeconfig,
             "--period", str(self.options.scheduler_period), "--log-level", self.options.log_level,
@@ -258,7 +278,7 @@ class LocalCluster:
         await self._until(lambda: _queue_open(api, "default"), "the scheduler to open the default queue")
 
     async def _start_node_agent(self, api: KubeApi) -> None:
-        kubeconfig = self._identity_kubeconfig("kubelet", node_identity(self.options.nodes))
+        kubeconfig = await self._identity_kubeconfig("kubelet", node_identity(self.options.nodes))
         argv = _python(
             "sandbox", "kubelet", "--kubeconfig", kubeconfig, "--nodes", self.options.nodes,
             "--backoff-base", str(self.options.backoff_base), "--log-level", self.options.log_level,
@@ -273,8 +293,8 @@ class LocalCluster:
         await self._issue_certificate(cert_dir)
         self.webhook_port = free_port()
         self.ops_ports = {"webhook": free_port()}
-        webhook_kubeconfig = self._identity_kubeconfig("webhook", WEBHOOK_IDENTITY)
-        controller_kubeconfig = self._identity_kubeconfig("controller", CONTROLLER_IDENTITY)
+        webhook_kubeconfig = await self._identity_kubeconfig("webhook", WEBHOOK_IDENTITY)
+        controller_kubeconfig = await self._identity_kubeconfig("controller", CONTROLLER_IDENTITY)
         webhook = _python(
             "webhook", "--kubeconfig", webhook_kubeconfig, "--cert-dir", str(cert_dir),
             "--host", "127.0.0.1", "--port", str(self.webhook_port),
@@ -449,11 +469,8 @@ class ClusterHandle:
     def check(self) -> None:
         self.cluster.check()
 
-    def request_log(self) -> list[Any]:
-        async def records() -> list[Any]:
-            return list(self.cluster.server.state.request_log.records())
-
-        return self.call(records())
+    def request_log(self) -> list[RequestRecord]:
+        return self.call(self.cluster.request_log())
 
 
 @contextlib.contextmanager

@@ -26,7 +26,6 @@ from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import NotFound
 from kube.resources import PODGROUPS_V1BETA1, PODS, SERVICES, Resource
-from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.cluster import LocalCluster
 from sandbox.kubectl import Emit, KubectlError, WatchStream, environment_section, kubectl
 from sandbox.watchrows import PodRow, RowError, parse_pod_row, parse_tfjob_row
@@ -173,7 +172,7 @@ class SeedReplay:
         self._viewers = 0
 
     async def __aenter__(self) -> SeedReplay:
-        self._api = KubeApi(await make_api_client(str(self._kubeconfig_for("tfgang-demo"))))
+        self._api = KubeApi(await make_api_client(str(await self._kubeconfig_for("tfgang-demo"))))
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
@@ -187,14 +186,11 @@ class SeedReplay:
             raise RuntimeError("use SeedReplay in an async with block")
         return self._api
 
-    def _kubeconfig_for(self, user: str) -> Path:
-        server = self._cluster.server
-        token = server.state.authenticator.add(user, ("system:authenticated",))
-        path = self._cluster.workdir / f"{user}.kubeconfig"
-        return Path(write_kubeconfig(str(path), server.url, server.material.ca_pem, token, user=user))
+    async def _kubeconfig_for(self, user: str) -> Path:
+        return await self._cluster.identity_kubeconfig(user, user)
 
-    def _lists_by(self, user: str, plural: str) -> int:
-        records = self._cluster.server.state.request_log.records()
+    async def _lists_by(self, user: str, plural: str) -> int:
+        records = await self._cluster.request_log()
         return sum(1 for r in records if r.user == user and r.resource == plural and r.verb == "list")
 
     async def _start_watch(self, resource: str, plural: str) -> WatchStream:
@@ -202,11 +198,11 @@ class SeedReplay:
         self._viewers += 1
         user = f"kubectl-watch-{resource}-{self._viewers}"
         stream = WatchStream(
-            self._kubectl, self._kubeconfig_for(user), resource, LABELS[resource], self._emit
+            self._kubectl, await self._kubeconfig_for(user), resource, LABELS[resource], self._emit
         )
         await stream.start()
         async with asyncio.timeout(30):
-            while self._lists_by(user, plural) == 0:
+            while await self._lists_by(user, plural) == 0:
                 if not stream.running:
                     await stream.stop()
                     raise KubectlError(f"kubectl get {resource} -w exited: {stream.stderr.strip()}")

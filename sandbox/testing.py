@@ -77,6 +77,16 @@ class ApiServerHandle:
     def clear_request_log(self) -> None:
         self._run_sync(self._server.state.request_log.clear)
 
+    def expire_watches(self) -> None:
+        """Compact the history and end every open watch: each watcher comes back with a
+        resourceVersion that is now too old and gets 410 Gone."""
+
+        async def expire() -> None:
+            self._server.state.storage.compact()
+            self._server.state.storage.close_all_watches()
+
+        self.call(expire())
+
     def compact(self) -> None:
         """Drop the watch history: watches from any older resourceVersion get 410 Gone, and open
         watches end with a 410 ERROR event, so their clients must relist."""

@@ -35,7 +35,6 @@ import pytest
 import yaml
 
 from sandbox.apiserver.admission import ServiceRoute
-from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.cluster import ClusterHandle, ClusterOptions, child_environment, start_cluster
 from tests import polling
 
@@ -181,20 +180,13 @@ def deployment_environment(container: dict[str, Any]) -> dict[str, str]:
 
 
 def service_account_kubeconfig(cluster: ClusterHandle, account: str, workdir: Path) -> str:
-    server = cluster.cluster.server
-
-    async def add_user() -> str:
-        groups = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated")
-        return server.state.authenticator.add(f"system:serviceaccount:{NAMESPACE}:{account}", groups)
-
-    token = cluster.call(add_user())
-    return write_kubeconfig(
-        str(workdir / f"{account}.kubeconfig"), cluster.url, server.material.ca_pem, token
-    )
+    groups = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated")
+    user = f"system:serviceaccount:{NAMESPACE}:{account}"
+    return str(cluster.call(cluster.cluster.identity_kubeconfig(account, user, groups)))
 
 
 def route_service(cluster: ClusterHandle, name: str, port: int) -> None:
-    server = cluster.cluster.server
+    server = cluster.cluster.sandbox_server
 
     async def route() -> None:
         server.state.admission.service_routes[(NAMESPACE, name)] = ServiceRoute("127.0.0.1", port)

@@ -193,16 +193,9 @@ JOB_RESOURCES = frozenset({"pods", "services", "podgroups", "tfjobs"})
 
 
 def expire_watches(apiserver: Any) -> None:
-    """Compact the API server's history and end every open watch, so that every watcher comes back
-    with a resourceVersion that is now too old and gets 410 Gone (the sandbox handle has
-    ``compact()`` but no way to end open watches, so its storage is reached through ``call``)."""
-
-    async def expire() -> None:
-        storage = apiserver.server.state.storage
-        storage.compact()
-        storage.close_all_watches()
-
-    apiserver.call(expire())
+    """End every open watch so that every watcher comes back with a resourceVersion that is now
+    too old and gets 410 Gone (the sandbox compacts its history; kube-apiserver is restarted)."""
+    apiserver.expire_watches()
 
 
 def controller_writes(apiserver: Any, user: str, namespace: str) -> list[Any]:

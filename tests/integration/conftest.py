@@ -1,9 +1,15 @@
-"""Fixtures for the operator's integration tests: one sandbox API server and one webhook process
-for the whole session, a fresh namespace per test, and a dedicated user for the controller so the
-request log tells its requests apart."""
+"""Fixtures for the operator's integration tests: one API server and one webhook process for the
+whole session, a fresh namespace per test, and a dedicated user for the controller so the
+request log tells its requests apart.
+
+Every test runs twice: on the sandbox API server and on a real kube-apiserver v1.20 with etcd
+(``sandbox.realapiserver``; built by ``scripts/kube-apiserver`` on first use). The marks
+``sandbox_apiserver`` and ``kube_apiserver`` select one of them (``-m kube_apiserver``).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -12,17 +18,29 @@ from typing import Any
 import pytest
 
 from kube.resources import NAMESPACES
+from sandbox.backends import SANDBOX
+from tests.apiservers import API_SERVERS, apply_api_server_marks
 
 from .cluster import Cluster
 from .operator import CONTROLLER_USER, WebhookHandle, running_webhook
 from .rbac_audit import controller_requests, denied_requests
 
 
-@pytest.fixture(scope="session")
-def apiserver() -> Iterator[Any]:
-    from sandbox.testing import start_apiserver
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    apply_api_server_marks(config, items, "apiserver")
 
-    with start_apiserver() as handle:
+
+@pytest.fixture(scope="session", params=API_SERVERS)
+def apiserver(request: pytest.FixtureRequest) -> Iterator[Any]:
+    with contextlib.ExitStack() as stack:
+        if request.param == SANDBOX:
+            from sandbox.testing import start_apiserver
+
+            handle: Any = stack.enter_context(start_apiserver())
+        else:
+            from sandbox.realapiserver import start_real_apiserver
+
+            handle = stack.enter_context(start_real_apiserver())
         yield handle
         # Once every integration test has run, whatever their order: the whole run's requests.
         denied = denied_requests(controller_requests(handle))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sandbox.backends import SANDBOX
 from sandbox.cluster import ClusterOptions, start_cluster
 from sandbox.kubectl import find_kubectl
 from sandbox.seedreplay import (
@@ -15,15 +16,18 @@ from sandbox.seedreplay import (
 from tests.sandbox.demo.fidelity import EXPERIMENT_ORDER
 
 
-def replay_seed(speed: float, timeout: float) -> tuple[dict[str, ExperimentRecord], list[str]]:
-    """Each experiment's record, and every line the replay printed (for failure messages)."""
+def replay_seed(
+    speed: float, timeout: float, apiserver: str = SANDBOX
+) -> tuple[dict[str, ExperimentRecord], list[str]]:
+    """Each experiment's record, and every line the replay printed (for failure messages), on a
+    cluster whose API server is ``apiserver`` (``sandbox.backends.KINDS``)."""
     manifests = {
         name: shorten_manifest((seed_dir() / f"{name}.yaml").read_text(encoding="utf-8"), speed)
         for name in EXPERIMENT_ORDER
     }
     printed: list[str] = []
     records: dict[str, ExperimentRecord] = {}
-    options = ClusterOptions(operator=True, backoff_base=backoff_base_for(speed))
+    options = ClusterOptions(operator=True, backoff_base=backoff_base_for(speed), apiserver=apiserver)
     with start_cluster(options) as handle:
 
         async def replay_all() -> None:
