@@ -313,7 +313,7 @@ class LocalCluster:
         it is ready (a standby waiting for the Lease is ready too)."""
         if kubeconfig is None:
             identity = Identity(f"{CONTROLLER_IDENTITY.user}-{name}", CONTROLLER_IDENTITY.groups)
-            kubeconfig = self._identity_kubeconfig(name, identity)
+            kubeconfig = await self._identity_kubeconfig(name, identity)
         port = self.ops_ports[name] = free_port()
         controller = _python(
             "controller", "--kubeconfig", kubeconfig, "--ops-host", "127.0.0.1",

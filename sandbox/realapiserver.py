@@ -481,16 +481,22 @@ class RealApiServer:
         self._run_kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", path)
 
     def apply_file(self, path: str) -> None:
-        """Create or replace every object in a YAML file, as the admin. Server-side apply: the
-        client-side kind stores the whole object in an annotation, too big for large CRDs, and
-        kubectl's validation against v1.20's OpenAPI rejects fields that version does not know."""
-        self._run_kubectl("apply", "--server-side", "--force-conflicts", "--validate=false", "-f", path)
+        """Create or replace every object in a YAML file, as the admin. Not ``kubectl apply``:
+        the client-side kind stores the whole object in an annotation, too big for large CRDs,
+        and v1.20's server-side apply refuses fields it does not know (CEL rules in a CRD),
+        which create and replace drop as kube-apiserver decodes them."""
+        self._create_or_replace(["-f", path], None)
 
     def apply_object(self, obj: dict[str, Any]) -> None:
-        self._run_kubectl(
-            "apply", "--server-side", "--force-conflicts", "--validate=false", "-f", "-",
-            stdin=yaml.safe_dump(obj),
-        )  # fmt: skip
+        self._create_or_replace(["-f", "-"], yaml.safe_dump(obj))
+
+    def _create_or_replace(self, source: list[str], stdin: str | None) -> None:
+        try:
+            self._run_kubectl("create", "--validate=false", *source, stdin=stdin)
+        except RealApiServerError as error:
+            if "AlreadyExists" not in str(error):
+                raise
+            self._run_kubectl("replace", "--validate=false", *source, stdin=stdin)
 
     def _run_kubectl(self, *args: str, stdin: str | None = None) -> str:
         done = subprocess.run(

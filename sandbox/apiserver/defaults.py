@@ -185,3 +185,23 @@ def default_deployment(deployment: JsonObj) -> None:
         "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
     )
     default_pod_spec(spec.setdefault("template", {}).setdefault("spec", {}))
+
+
+# Condition timestamps are metav1.Time structs in kube-apiserver's Go types, which ``omitempty``
+# never omits: a condition written without them is stored and served with them as null.
+_CONDITION_TIMES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "pods"): ("lastProbeTime", "lastTransitionTime"),
+    ("", "nodes"): ("lastHeartbeatTime", "lastTransitionTime"),
+}
+
+
+def null_condition_times(group: str, resource: str, obj: JsonObj) -> None:
+    """The null timestamps a Go round trip gives the status conditions of pods and nodes."""
+    fields = _CONDITION_TIMES.get((group, resource))
+    status = obj.get("status")
+    if not fields or not isinstance(status, dict) or not isinstance(status.get("conditions"), list):
+        return
+    for condition in status["conditions"]:
+        if isinstance(condition, dict):
+            for name in fields:
+                condition.setdefault(name, None)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.apiserver import conversion, objects, shapes
+from sandbox.apiserver import conversion, defaults, objects, shapes
 from sandbox.apiserver.admission import AdmissionAttributes
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.patch import PatchType, apply_patch, decode_patch, patch_type_of
@@ -105,6 +105,7 @@ def _decode_storage(info: ResourceInfo, body: Any, private: bool = False) -> Jso
     stored["apiVersion"] = info.api_version if info.storage is None else "v1"
     stored["kind"] = info.kind
     shapes.check_shape(info, stored)
+    defaults.null_condition_times(info.group, info.resource, stored)
     return stored
 
 
