@@ -23,6 +23,7 @@ sandbox's default of not authorizing amounts to.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import datetime
 import json
@@ -387,8 +388,28 @@ class RealApiServer:
         self._start_apiserver(time.monotonic() + self.options.startup_timeout)
 
     def expire_watches(self) -> None:
-        """End every open watch so that each watcher's resourceVersion is too old (410 Gone)."""
+        """End every open watch so that each watcher's resourceVersion is too old (410 Gone):
+        etcd's history is compacted (what kube-apiserver serves without its watch cache, Events
+        say, is watched in etcd directly) and kube-apiserver restarted (its watch cache then
+        starts at etcd's current revision)."""
+        self.compact_etcd()
         self.restart_apiserver(kill=True)
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision, through its JSON gateway."""
+        header = self._etcd_call("/v3/kv/range", {"key": base64.b64encode(b"/").decode()})["header"]
+        revision = int(header["revision"])
+        self._etcd_call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
+
+    def _etcd_call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            f"{self.etcd_url}{path}", data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            result: dict[str, Any] = json.loads(answer.read())
+            return result
 
     def check(self) -> None:
         for name, child in self._children.items():

@@ -192,10 +192,11 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 JOB_RESOURCES = frozenset({"pods", "services", "podgroups", "tfjobs"})
 
 
-def expire_watches(apiserver: Any) -> None:
+async def expire_watches(apiserver: Any) -> None:
     """End every open watch so that every watcher comes back with a resourceVersion that is now
-    too old and gets 410 Gone (the sandbox compacts its history; kube-apiserver is restarted)."""
-    apiserver.expire_watches()
+    too old and gets 410 Gone (the sandbox compacts its history; kube-apiserver is restarted).
+    On a thread, so that this loop's clients see their connections close meanwhile."""
+    await asyncio.to_thread(apiserver.expire_watches)
 
 
 def controller_writes(apiserver: Any, user: str, namespace: str) -> list[Any]:
