@@ -396,9 +396,11 @@ class RealApiServer:
         self.restart_apiserver(kill=True)
 
     def compact_etcd(self) -> int:
-        """Compact etcd's history up to its current revision, through its JSON gateway."""
-        header = self._etcd_call("/v3/kv/range", {"key": base64.b64encode(b"/").decode()})["header"]
-        revision = int(header["revision"])
+        """Compact etcd's history through its JSON gateway, up to a revision newer than any
+        watcher's: a watch resumes after its resourceVersion, so one at the last revision before
+        the compaction would still be served. A key of our own makes that newer revision."""
+        bump = {"key": base64.b64encode(b"/tfgang-compaction").decode(), "value": ""}
+        revision = int(self._etcd_call("/v3/kv/put", bump)["header"]["revision"])
         self._etcd_call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
         return revision
 
