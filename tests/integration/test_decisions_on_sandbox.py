@@ -196,12 +196,13 @@ async def test_d14_a_gang_not_admitted_in_time_fails_the_job_and_deletes_the_pod
     cluster: Cluster, controller_kubeconfig: str
 ) -> None:
     ns = cluster.namespace
-    run_policy = {"schedulingPolicy": {"scheduleTimeoutSeconds": 1}}
+    # Long enough that a loaded machine still shows the PodGroup before the timeout removes it.
+    run_policy = {"schedulingPolicy": {"scheduleTimeoutSeconds": 3}}
     async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
         await cluster.create_job(simple_job("stuck", ns, run_policy=run_policy))
         await eventually(lambda: cluster.podgroup("stuck"), what="the PodGroup")
         await cluster.set_podgroup_phase("stuck", "Pending")  # Volcano cannot admit it
-        job = await wait_for_state(cluster, "stuck", "Failed", within=8)
+        job = await wait_for_state(cluster, "stuck", "Failed", within=15)
         failed = condition(job, "Failed")
         assert failed is not None and failed["reason"] == "TFJobScheduleTimeout"
         await eventually(lambda: _gone(cluster, "stuck"), what="the PodGroup deleted")
