@@ -39,6 +39,7 @@ async def test_kube_apiserver_restarted_mid_job_every_job_finishes_and_nothing_i
         await cluster.create_job(simple_job("after", ns, workers=2, ps=1))
         pods["after"] = await admit_and_wait_for_pods(cluster, "after", 3, within=30)
         await cluster.run_pods(pods["after"])
+        await wait_for_state(cluster, "after", "Running", within=30)
         await cluster.finish_pods([n for n in pods["during"] + pods["after"] if "worker" in n])
         jobs = {name: await wait_for_state(cluster, name, "Succeeded", within=30) for name in JOBS}
         await asyncio.sleep(0.5)  # a late duplicate would show up now
