@@ -35,8 +35,6 @@ from kube.errors import ApiError
 from kube.reflector import Reflector
 from kube.resources import LEASES, NAMESPACES, PODGROUPS_V1BETA1, PODS, SERVICES, Resource
 from kube.store import Store
-from sandbox.apiserver.server import ApiServer
-from sandbox.backends import SandboxApiServer
 from sandbox.cluster import ClusterOptions, LocalCluster
 from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, webhook_configurations
 from tests.integration.cluster import JOB_RESOURCES, WRITE_VERBS, simple_job
@@ -80,13 +78,6 @@ class SandboxCluster:
         self.webhook_port = cluster.webhook_port
         self.webhook_cert_dir = cluster.workdir / "webhook-certs"
 
-    def _sandbox(self) -> ApiServer:
-        """The in-process sandbox server, whose faults and request log the scenarios drive."""
-        backend = self.local.server
-        if not isinstance(backend, SandboxApiServer):
-            raise TypeError(f"these scenarios drive the sandbox API server, not {type(backend).__name__}")
-        return backend.server
-
     async def kill(self, name: str) -> None:
         await self.local.supervisor.kill(name)
 
@@ -109,10 +100,10 @@ class SandboxCluster:
         return "tfgang_controller_is_leader 1.0" in text.splitlines()
 
     async def api_outage(self, seconds: float) -> None:
-        await self._sandbox().outage(seconds)
+        await self.local.sandbox_server.outage(seconds)
 
     def expire_watches(self) -> None:
-        self._sandbox().act(0.0, drop_watches=True, compact=True)
+        self.local.sandbox_server.act(0.0, drop_watches=True, compact=True)
 
     def check(self) -> None:
         self.local.check()
@@ -121,7 +112,7 @@ class SandboxCluster:
         """Who wrote to the namespace's job objects (pods, services, PodGroups, TFJobs), in order."""
         return [
             record.user
-            for record in self._sandbox().state.request_log.records()
+            for record in self.local.sandbox_server.state.request_log.records()
             if record.namespace == namespace
             and record.verb in WRITE_VERBS
             and record.resource in JOB_RESOURCES
