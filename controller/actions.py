@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS, podgroup_resource
-from controller.writes import OwnWrites
 from kube.api import KubeApi
 from kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kube.ownwrites import OwnWrites
 from kube.patches import PatchType
 from kube.resources import PODS, SERVICES, Resource
 from kubeobjects.meta import Meta

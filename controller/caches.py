@@ -26,8 +26,8 @@ from controller.resources import (
     podgroup_event_index,
     podgroup_resource,
 )
-from controller.writes import OwnWrites
 from kube.api import KubeApi
+from kube.ownwrites import OwnWrites
 from kube.reflector import Reflector
 from kube.resources import EVENTS, PODS, PRIORITY_CLASSES, SERVICES, Resource
 from kube.store import Store, object_key

@@ -21,11 +21,11 @@ from controller.config import ControllerConfig
 from controller.metrics import ControllerMetrics
 from controller.reconciler import Reconciler
 from controller.status import StatusWriter
-from controller.writes import OwnWrites
 from kube.api import KubeApi
 from kube.errors import ApiError
 from kube.events import EventRecorder
 from kube.leader import LeaderElector
+from kube.ownwrites import OwnWrites
 from kube.workqueue import Backoff, ShutDown, WorkQueue
 from tfjob.constants import CONTROLLER_NAME
 from tfjob.planner.actions import Event

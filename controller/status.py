@@ -27,8 +27,8 @@ from typing import Any, Final
 
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS
-from controller.writes import OwnWrites
 from kube.api import KubeApi
+from kube.ownwrites import OwnWrites
 from kube.patches import PatchType, merge_patch
 from tfjob.wire import JobStatus
 

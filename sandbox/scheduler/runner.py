@@ -17,16 +17,19 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kube.api import KubeApi
 from kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kube.events import EventRecorder
+from kube.ownwrites import OwnWrites
 from kube.patches import PatchType
 from kube.reflector import Reflector
 from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1
 from kube.store import Store
+from kubeobjects.meta import Meta
 from sandbox.scheduler.decisions import (
     GANG,
     PLAIN,
@@ -37,7 +40,6 @@ from sandbox.scheduler.decisions import (
     SessionResult,
 )
 from sandbox.scheduler.gang import GangConfig
-from sandbox.scheduler.overlay import WriteOverlay
 from sandbox.scheduler.pgcontroller import implicit_groups
 from sandbox.scheduler.session import run_session
 from sandbox.scheduler.snapshot import (
@@ -104,7 +106,8 @@ class Scheduler:
         self._recorders = {GANG: recorder, PLAIN: plain_recorder or recorder}
         self._options = options
         self._wake = asyncio.Event()
-        self._overlay = WriteOverlay()
+        # Our binds and status writes over the caches until the watches bring them back.
+        self._writes = OwnWrites(ttl=30.0)
         self._stores = {res.plural: Store() for res in (PODS, NODES, PODGROUPS_V1BETA1, QUEUES_V1BETA1)}
         self._podgroup_status_subresource: bool | None = None
         self._opened_queues: set[str] = set()
@@ -112,8 +115,12 @@ class Scheduler:
         self._queue_checked_at = 0.0
         self.sessions = 0
 
-    def _changed(self, _type: str, _obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
-        self._wake.set()
+    def _changed(self, plural: str) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
+        def changed(event_type: str, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
+            self._writes.observe(plural, event_type, obj)
+            self._wake.set()
+
+        return changed
 
     async def ensure_default_queue(self) -> bool:
         """Create the default Queue when missing; False when this server has no Volcano Queue type."""
@@ -134,11 +141,11 @@ class Scheduler:
     async def run(self) -> None:
         await self.ensure_default_queue()
         core = [
-            Reflector(self._api, res, self._stores[res.plural], handlers=[self._changed])
+            Reflector(self._api, res, self._stores[res.plural], handlers=[self._changed(res.plural)])
             for res in (PODS, NODES)
         ]
         volcano = [
-            Reflector(self._api, res, self._stores[res.plural], handlers=[self._changed])
+            Reflector(self._api, res, self._stores[res.plural], handlers=[self._changed(res.plural)])
             for res in (PODGROUPS_V1BETA1, QUEUES_V1BETA1)
         ]
         async with asyncio.TaskGroup() as group:
@@ -179,8 +186,13 @@ class Scheduler:
                 logger.warning("scheduling session failed: %s", error)
 
     def _objects(self, plural: str) -> list[dict[str, Any]]:
-        store = self._stores[plural]
-        return [self._overlay.view(f"{plural}/{key}", store.get(key) or {}) for key in store]
+        seen = []
+        for cached in self._stores[plural].list():
+            meta = Meta(cached)
+            obj = self._writes.view(plural, meta.namespace, meta.name, cached)
+            if obj is not None:
+                seen.append(obj)
+        return seen
 
     async def run_once(self) -> SessionResult:
         """One session over the current caches, carried out against the API."""
@@ -231,9 +243,7 @@ class Scheduler:
             except ApiError as error:
                 logger.warning("annotating pod %s failed: %s", pod_key, error)
                 continue
-            cached = self._stores["pods"].get(pod_key)
-            if cached is not None:
-                self._overlay.remember(f"pods/{pod_key}", cached, patched)
+            self._writes.wrote("pods", patched)
 
     async def _open_queues(self) -> None:
         """Volcano's queue controller opens new queues; in the sandbox nobody else will."""
@@ -249,7 +259,7 @@ class Scheduler:
                 )
             except NotFound:
                 opened = await self._api.patch(QUEUES_V1BETA1, name, body, patch_type=PatchType.MERGE)
-            self._overlay.remember(f"queues/{name}", queue, opened)
+            self._writes.wrote("queues", opened)
             logger.info("opened queue %s", name)
 
     async def _bind(self, bind: Bind) -> None:
@@ -281,11 +291,10 @@ class Scheduler:
         if cached is not None:
             assumed = copy.deepcopy(cached)
             assumed.setdefault("spec", {})["nodeName"] = bind.node
-            self._overlay.remember(f"pods/{key}", cached, assumed)
+            self._writes.wrote("pods", assumed, assumed=True)
 
     async def _write_podgroup(self, write: PodGroupStatusWrite) -> None:
         key = f"{write.namespace}/{write.name}"
-        cached = self._stores["podgroups"].get(key)
         body = podgroup_status_patch(write)
         try:
             written = await self._patch_podgroup_status(write, body)
@@ -294,8 +303,7 @@ class Scheduler:
         except ApiError as error:
             logger.warning("writing the status of podgroup %s failed: %s", key, error)
             return
-        if cached is not None:
-            self._overlay.remember(f"podgroups/{key}", cached, written)
+        self._writes.wrote("podgroups", written)
         logger.info("podgroup %s: phase %s", key, write.status["phase"])
 
     async def _patch_podgroup_status(

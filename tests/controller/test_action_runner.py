@@ -8,8 +8,8 @@ import pytest
 
 from controller.actions import ActionFailed, ActionRunner
 from controller.metrics import ControllerMetrics
-from controller.writes import OwnWrites
 from kube.api import KubeApi
+from kube.ownwrites import OwnWrites
 from kube.resources import PODS
 from tfjob.planner import Observed
 from tfjob.planner.actions import CreatePod, DeletePod

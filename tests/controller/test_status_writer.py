@@ -10,8 +10,8 @@ import pytest
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS
 from controller.status import StatusWriter
-from controller.writes import OwnWrites
 from kube.api import KubeApi
+from kube.ownwrites import OwnWrites
 
 
 def _job(name: str) -> dict[str, Any]:

@@ -1,12 +1,16 @@
-"""Read-your-writes over watch-fed caches: the controller's own writes, until the watch reports them.
+"""Read-your-writes over watch-fed caches: a client's own writes, until the watch reports them.
 
 A watch event arrives some time after the write that caused it. A pass that runs in between and
 reads only the cache would see a missing pod and create a second one, or see the old status and
-write it again. So every successful write is remembered here, keyed by resource, namespace and
-name, and laid over the cached objects when a pass reads them:
+write it again (the controller), or bind a pod twice or undo a PodGroup phase (the sandbox's
+scheduler). So every successful write is remembered here, keyed by resource, namespace and name,
+and laid over the cached objects when a pass reads them:
 
 - a created or patched object replaces the cached one until the cache holds that version (same
   uid, resourceVersion at least as new) or the object is reported deleted;
+- an assumed object (what a write implies for the cached one when the API does not answer with
+  the object, as a pod binding does) replaces the cached one until the cache moves past the
+  version it was assumed from;
 - a deleted object stays visible as terminating (``deletionTimestamp`` set, as the API server
   shows a pod during its grace period) until the cache stops holding that uid.
 
@@ -46,6 +50,13 @@ def version_at_least(candidate: str, reference: str) -> bool:
     return candidate == reference
 
 
+def version_after(candidate: str, reference: str) -> bool:
+    """Whether resourceVersion ``candidate`` is later than ``reference`` (any other, if not integers)."""
+    if candidate.isdigit() and reference.isdigit():
+        return int(candidate) > int(reference)
+    return candidate != reference
+
+
 @dataclass(frozen=True)
 class _Entry:
     written: Obj | None  # None: our delete
@@ -53,6 +64,12 @@ class _Entry:
     resource_version: str
     owner_uid: str
     at: float
+    assumed: bool = False  # ``written`` is projected from the cached object at ``resource_version``
+
+    def superseded_by(self, version: str) -> bool:
+        if self.assumed:
+            return version_after(version, self.resource_version)
+        return version_at_least(version, self.resource_version)
 
     def apply(self, cached: Obj | None) -> Obj | None:
         if self.written is None:
@@ -64,15 +81,13 @@ class _Entry:
             terminating["metadata"]["deletionTimestamp"] = format_time(datetime.now(UTC))
             return terminating
         meta = Meta(cached)
-        if cached is not None and meta.uid == self.uid and version_at_least(
-            meta.resource_version, self.resource_version
-        ):
+        if cached is not None and meta.uid == self.uid and self.superseded_by(meta.resource_version):
             return cached
         return self.written
 
 
 class OwnWrites:
-    """The controller's writes not yet seen by its watches (see the module docstring)."""
+    """A client's writes not yet seen by its watches (see the module docstring)."""
 
     def __init__(self, ttl: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl = ttl
@@ -98,8 +113,12 @@ class OwnWrites:
                 if not keys:
                     del self._by_owner[(key[0], entry.owner_uid)]
 
-    def wrote(self, resource: str, obj: Mapping[str, Any]) -> None:
-        """Remember an object the API returned from a create, patch or replace."""
+    def wrote(self, resource: str, obj: Mapping[str, Any], *, assumed: bool = False) -> None:
+        """Remember an object the API returned from a create, patch or replace.
+
+        ``assumed``: ``obj`` is the cached object as a write changed it (same resourceVersion), used
+        until the cache holds a later version.
+        """
         meta = Meta(obj)
         self._put(
             _key(resource, obj),
@@ -109,6 +128,7 @@ class OwnWrites:
                 resource_version=meta.resource_version,
                 owner_uid=meta.controller_uid,
                 at=self._clock(),
+                assumed=assumed,
             ),
         )
 
@@ -135,9 +155,9 @@ class OwnWrites:
         if uid != entry.uid:
             return False
         version = meta.resource_version
-        if event_type == "DELETED" or version_at_least(version, entry.resource_version):
+        if event_type == "DELETED" or entry.superseded_by(version):
             self._drop(key)
-            return event_type != "DELETED" and version == entry.resource_version
+            return event_type != "DELETED" and not entry.assumed and version == entry.resource_version
         return False
 
     def _live(self, key: Key) -> _Entry | None:
@@ -148,12 +168,12 @@ class OwnWrites:
         return entry
 
     def view(self, resource: str, namespace: str, name: str, cached: Obj | None) -> Obj | None:
-        """The object as the controller should see it: the cache, corrected by our own writes."""
+        """The object as its writer should see it: the cache, corrected by our own writes."""
         entry = self._live((resource, namespace, name))
         return cached if entry is None else entry.apply(cached)
 
     def view_owned(self, resource: str, owner_uid: str, cached: Iterable[Obj]) -> list[Obj]:
-        """The children of ``owner_uid`` as the controller should see them."""
+        """The children of ``owner_uid`` as their writer should see them."""
         by_key: dict[Key, Obj | None] = {}
         for obj in cached:
             by_key[_key(resource, obj)] = obj

@@ -1,10 +1,10 @@
-"""Read-your-writes: the controller's own writes stay visible until the watch reports them."""
+"""Read-your-writes: a client's own writes stay visible until the watch reports them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from controller.writes import OwnWrites, version_at_least
+from kube.ownwrites import OwnWrites, version_after, version_at_least
 
 
 def pod(name: str, uid: str, rv: str, owner: str = "job-uid", **status: Any) -> dict[str, Any]:
@@ -88,3 +88,33 @@ def test_version_comparison_is_numeric_when_possible_and_equality_otherwise() ->
     assert not version_at_least("9", "10")
     assert version_at_least("abc", "abc")
     assert not version_at_least("abd", "abc")
+
+
+def test_an_assumed_object_is_seen_until_the_cache_moves_past_the_version_it_came_from() -> None:
+    """A bind answers with no pod: the scheduler assumes the cached pod with its node set."""
+    clock = [0.0]
+    writes = OwnWrites(ttl=10, clock=lambda: clock[0])
+    cached = pod("p", "u1", "5")
+    bound = pod("p", "u1", "5")
+    bound["spec"] = {"nodeName": "las1"}
+    writes.wrote("pods", bound, assumed=True)
+
+    assert writes.view("pods", "ns", "p", cached) == bound, "the cache at the version it came from"
+    assert not writes.observe("pods", "MODIFIED", cached), "an event at the same version changes nothing"
+    assert len(writes) == 1
+    fresh = pod("p", "u1", "6")
+    fresh["spec"] = {"nodeName": "las1"}
+    assert not writes.observe("pods", "MODIFIED", fresh), "the bind coming back is news to the planner"
+    assert len(writes) == 0
+    assert writes.view("pods", "ns", "p", fresh) is fresh
+
+    writes.wrote("pods", bound, assumed=True)
+    clock[0] = 11
+    assert writes.view("pods", "ns", "p", cached) is cached, "an entry the watch never confirms expires"
+
+
+def test_version_after() -> None:
+    assert version_after("10", "9")
+    assert not version_after("9", "9")
+    assert version_after("abd", "abc")
+    assert not version_after("abc", "abc")

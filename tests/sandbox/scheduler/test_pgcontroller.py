@@ -1,8 +1,7 @@
-"""The pg-controller's implicit PodGroups and the overlay of the scheduler's own writes."""
+"""The pg-controller's implicit PodGroups."""
 
 from __future__ import annotations
 
-from sandbox.scheduler.overlay import WriteOverlay
 from sandbox.scheduler.pgcontroller import implicit_group
 
 from .factories import pod
@@ -38,20 +37,3 @@ def test_pods_that_need_no_implicit_podgroup() -> None:
     assert implicit_group(pod("plain", scheduler="default-scheduler"), VOLCANO) is None
     assert implicit_group(pod("bound", node_name="las1"), VOLCANO) is None
     assert implicit_group(pod("done", phase="Succeeded"), VOLCANO) is None
-
-
-def test_the_overlay_serves_our_write_until_the_cache_moves_on() -> None:
-    clock = [0.0]
-    overlay = WriteOverlay(ttl=10, clock=lambda: clock[0])
-    stale = {"metadata": {"resourceVersion": "5"}, "spec": {}}
-    written = {"metadata": {"resourceVersion": "6"}, "spec": {"nodeName": "las1"}}
-    overlay.remember("pods/default/p", stale, written)
-
-    assert overlay.view("pods/default/p", stale) is written
-    fresh = {"metadata": {"resourceVersion": "7"}, "spec": {"nodeName": "las1"}}
-    assert overlay.view("pods/default/p", fresh) is fresh
-    assert len(overlay) == 0
-
-    overlay.remember("pods/default/p", stale, written)
-    clock[0] = 11
-    assert overlay.view("pods/default/p", stale) is stale
