@@ -6,7 +6,7 @@
 #
 # Stage 1 builds the tfgang wheel and the wheels of its dependencies; stage 2 installs them from
 # that local wheelhouse only, so the runtime image has no compiler, build tools or sources.
-# Only the operator's rooms are copied: the sandbox (a development tool, the `sandbox` extra) and
+# Only the operator's rooms are copied: the sandbox (a development tool, `sandbox/pyproject.toml`) and
 # its dependencies stay out of the image.
 
 FROM python:3.11.14-slim-bookworm AS builder

@@ -115,7 +115,8 @@ def test_the_build_copies_every_package_the_wheel_needs(dockerfile: list[Instruc
         for source in i.arguments.split()[:-1]
         if not source.startswith("--")
     }
-    assert (packages - {"sandbox"}) | {"pyproject.toml", project["project"]["readme"]} <= copied
+    assert "sandbox" not in packages, "the sandbox is a distribution of its own (sandbox/pyproject.toml)"
+    assert packages | {"pyproject.toml", project["project"]["readme"]} <= copied
     for source in copied:
         assert (ROOT / source).exists(), source
 
@@ -124,17 +125,30 @@ def test_the_image_holds_the_operator_but_not_the_sandbox_or_its_dependencies(
     dockerfile: list[Instruction],
 ) -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    sandbox = tomllib.loads((ROOT / "sandbox" / "pyproject.toml").read_text())
     copied = " ".join(i.arguments for i in stages(dockerfile)[0] if i.keyword == "COPY")
     assert "sandbox" not in copied
-    runtime = {
-        requirement.split("~")[0].split("=")[0].split(">")[0]
-        for requirement in project["project"]["dependencies"]
-    }
-    sandbox_only = {
-        requirement.split("~")[0].split("=")[0]
-        for requirement in project["project"]["optional-dependencies"]["sandbox"]
-    }
+    runtime = {_distribution(requirement) for requirement in project["project"]["dependencies"]}
+    sandbox_only = {_distribution(requirement) for requirement in sandbox["project"]["dependencies"]}
+    assert project["project"]["name"] in sandbox_only, "the sandbox runs the operator's wheel"
+    sandbox_only.discard(project["project"]["name"])
     assert sandbox_only and not runtime & sandbox_only
+    assert set(sandbox["project"]["scripts"]) == {"tfgang-sandbox"}
+    assert not set(project["project"]["scripts"]) & set(sandbox["project"]["scripts"])
+
+
+def _distribution(requirement: str) -> str:
+    return re.split(r"[~=<>;\[ ]", requirement, maxsplit=1)[0]
+
+
+def test_the_sandbox_distribution_lists_every_package_of_its_folder() -> None:
+    setuptools = tomllib.loads((ROOT / "sandbox" / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"sandbox": "."}
+    root = ROOT / "sandbox"
+    folders = (init.parent.relative_to(root).parts for init in root.rglob("__init__.py"))
+    # build/ is what a wheel build leaves behind (git ignores it)
+    on_disk = {".".join(("sandbox", *parts)) for parts in folders if "build" not in parts}
+    assert set(setuptools["packages"]) == on_disk
 
 
 def _dockerignore_excludes(patterns: list[str], path: str) -> bool:
