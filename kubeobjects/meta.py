@@ -11,7 +11,11 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
-EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
+# An object as an API server, a watch or a review hands it over, read but not changed: what the
+# readers in every room take (kopf's ``Body``).
+Body = Mapping[str, Any]
+
+EMPTY: Final[Body] = MappingProxyType({})
 
 
 def mapping(value: object) -> Mapping[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Final
 
 from kubeobjects.meta import mapping
@@ -31,13 +32,21 @@ from tfjob.defaults import canonical_replica_type
 from tfjob.naming import replica_name
 from tfjob.wire import TFJob
 
-REQUIRED: Final = "Required value"
-INVALID: Final = "Invalid value"
-FORBIDDEN: Final = "Forbidden"
-UNSUPPORTED: Final = "Unsupported value"
-DUPLICATE: Final = "Duplicate value"
-# Kinds whose message shows no value (apimachinery's ErrorBody).
-_KINDS_WITHOUT_VALUE: Final = frozenset({REQUIRED, FORBIDDEN})
+
+class ErrorType(StrEnum):
+    """apimachinery's ``field.ErrorType``, as its messages print it."""
+
+    REQUIRED = "Required value"
+    INVALID = "Invalid value"
+    FORBIDDEN = "Forbidden"
+    UNSUPPORTED = "Unsupported value"
+    DUPLICATE = "Duplicate value"
+
+    @property
+    def shows_value(self) -> bool:
+        """Whether the message quotes the value (apimachinery's ErrorBody)."""
+        return self not in (ErrorType.REQUIRED, ErrorType.FORBIDDEN)
+
 
 # Types that run as a single process: TensorFlow has one chief and one evaluator (D16).
 _SINGLETON_TYPES: Final = (CHIEF, MASTER, EVALUATOR)
@@ -51,12 +60,12 @@ class FieldError:
     """One validation failure, printed as apimachinery prints a ``field.Error``."""
 
     path: str
-    kind: str
+    kind: ErrorType
     detail: str
     value: object = None
 
     def __str__(self) -> str:
-        body = self.kind if self.kind in _KINDS_WITHOUT_VALUE else f"{self.kind}: {_go_value(self.value)}"
+        body = f"{self.kind}: {_go_value(self.value)}" if self.kind.shows_value else str(self.kind)
         if self.detail:
             body += f": {self.detail}"
         return f"{self.path}: {body}"
@@ -83,13 +92,15 @@ def validate_update(old: TFJob, new: TFJob) -> list[FieldError]:
     old_managed_by, new_managed_by = old_run_policy.get("managedBy"), new_run_policy.get("managedBy")
     if old_managed_by != new_managed_by:
         immutable.append(
-            FieldError(f"{_RUN_POLICY}.managedBy", INVALID, "field is immutable", new_managed_by)
+            FieldError(f"{_RUN_POLICY}.managedBy", ErrorType.INVALID, "field is immutable", new_managed_by)
         )
     old_queue = mapping(old_run_policy.get("schedulingPolicy")).get("queue") or ""
     new_queue = mapping(new_run_policy.get("schedulingPolicy")).get("queue") or ""
     if old_queue != new_queue:
         immutable.append(
-            FieldError(f"{_RUN_POLICY}.schedulingPolicy.queue", INVALID, "field is immutable", new_queue)
+            FieldError(
+                f"{_RUN_POLICY}.schedulingPolicy.queue", ErrorType.INVALID, "field is immutable", new_queue
+            )
         )
     return _validate(new, immutable_errors=immutable)
 
@@ -115,7 +126,7 @@ def _name_errors(job: TFJob) -> list[FieldError]:
     problems = dns1035_label_errors(name if isinstance(name, str) else "")
     if not problems:
         return []
-    return [FieldError("metadata.name", INVALID, f"should match: {','.join(problems)}", name)]
+    return [FieldError("metadata.name", ErrorType.INVALID, f"should match: {','.join(problems)}", name)]
 
 
 def _managed_by_errors(run_policy: Mapping[str, Any]) -> list[FieldError]:
@@ -127,11 +138,14 @@ def _managed_by_errors(run_policy: Mapping[str, Any]) -> list[FieldError]:
 
 def _replica_specs_errors(replica_specs: object) -> list[FieldError]:
     if replica_specs is None:
-        return [FieldError(_REPLICA_SPECS, REQUIRED, "must be required")]
+        return [FieldError(_REPLICA_SPECS, ErrorType.REQUIRED, "must be required")]
     if not isinstance(replica_specs, dict):
         return [
             FieldError(
-                _REPLICA_SPECS, INVALID, "must be a map of replica type to replica spec", replica_specs
+                _REPLICA_SPECS,
+                ErrorType.INVALID,
+                "must be a map of replica type to replica spec",
+                replica_specs,
             )
         ]
     errors: list[FieldError] = []
@@ -143,12 +157,14 @@ def _replica_specs_errors(replica_specs: object) -> list[FieldError]:
         if canonical_replica_type(rtype) not in KNOWN_TYPES:
             errors.append(_unsupported(f"{_REPLICA_SPECS}[{rtype}]", rtype, NORMALISE_ORDER))
         elif canonical_replica_type(rtype) in seen:
-            errors.append(FieldError(f"{_REPLICA_SPECS}[{rtype}]", DUPLICATE, "", rtype))
+            errors.append(FieldError(f"{_REPLICA_SPECS}[{rtype}]", ErrorType.DUPLICATE, "", rtype))
         seen.add(canonical_replica_type(rtype))
     canonical_types = [canonical_replica_type(str(key)) for key in replica_specs]
     # D16: counted case-insensitively, since ``chief`` becomes ``Chief`` once defaulted.
     if sum(1 for rtype in canonical_types if rtype in (CHIEF, MASTER)) > 1:
-        errors.append(FieldError(_REPLICA_SPECS, FORBIDDEN, "must not have more than 1 Chief or Master role"))
+        errors.append(
+            FieldError(_REPLICA_SPECS, ErrorType.FORBIDDEN, "must not have more than 1 Chief or Master role")
+        )
     return errors
 
 
@@ -157,21 +173,25 @@ def _replica_spec_errors(rtype: str, replica_spec: object) -> list[FieldError]:
     containers_path = f"{path}.template.spec.containers"
     if not isinstance(replica_spec, dict):
         # D12: upstream dereferences a null spec; reject it like a spec without containers.
-        return [FieldError(containers_path, REQUIRED, "must be specified")]
+        return [FieldError(containers_path, ErrorType.REQUIRED, "must be specified")]
     containers = _containers(replica_spec)
     errors: list[FieldError] = []
     if not containers:
-        errors.append(FieldError(containers_path, REQUIRED, "must be specified"))
+        errors.append(FieldError(containers_path, ErrorType.REQUIRED, "must be specified"))
     has_tensorflow = False
     for index, container in enumerate(containers):
         container = mapping(container)
         if not container.get("image"):
-            errors.append(FieldError(f"{containers_path}[{index}].image", REQUIRED, "must be required"))
+            errors.append(
+                FieldError(f"{containers_path}[{index}].image", ErrorType.REQUIRED, "must be required")
+            )
         has_tensorflow = has_tensorflow or container.get("name") == CONTAINER_NAME
     if not has_tensorflow:
         errors.append(
             FieldError(
-                containers_path, REQUIRED, f"must have at least one container with name {CONTAINER_NAME}"
+                containers_path,
+                ErrorType.REQUIRED,
+                f"must have at least one container with name {CONTAINER_NAME}",
             )
         )
     return errors + _replica_spec_value_errors(rtype, path, replica_spec)
@@ -186,15 +206,20 @@ def _replica_spec_value_errors(rtype: str, path: str, replica_spec: Mapping[str,
     replicas = replica_spec.get("replicas")
     if replicas is not None:
         if isinstance(replicas, bool) or not isinstance(replicas, int):
-            errors.append(FieldError(f"{path}.replicas", INVALID, "must be an integer", replicas))
+            errors.append(FieldError(f"{path}.replicas", ErrorType.INVALID, "must be an integer", replicas))
         elif replicas < 0:
             errors.append(
-                FieldError(f"{path}.replicas", INVALID, "must be greater than or equal to 0", replicas)
+                FieldError(
+                    f"{path}.replicas", ErrorType.INVALID, "must be greater than or equal to 0", replicas
+                )
             )
         elif canonical in _SINGLETON_TYPES and replicas > 1:
             errors.append(
                 FieldError(
-                    f"{path}.replicas", INVALID, f"must be less than or equal to 1 for {canonical}", replicas
+                    f"{path}.replicas",
+                    ErrorType.INVALID,
+                    f"must be less than or equal to 1 for {canonical}",
+                    replicas,
                 )
             )
     restart_policy = replica_spec.get("restartPolicy")
@@ -233,7 +258,7 @@ def _replica_name_length_errors(job: TFJob) -> list[FieldError]:
         f"must be shorter: the replica name {json.dumps(longest)} has {len(longest)} characters, "
         f"and a DNS-1035 label {max_length_message(DNS1035_LABEL_MAX_LENGTH)}"
     )
-    return [FieldError("metadata.name", INVALID, detail, name)]
+    return [FieldError("metadata.name", ErrorType.INVALID, detail, name)]
 
 
 # --- helpers ------------------------------------------------------------------------------------------
@@ -241,7 +266,7 @@ def _replica_name_length_errors(job: TFJob) -> list[FieldError]:
 
 def _unsupported(path: str, value: object, supported: Sequence[str]) -> FieldError:
     detail = "supported values: " + ", ".join(json.dumps(option) for option in supported)
-    return FieldError(path, UNSUPPORTED, detail, value)
+    return FieldError(path, ErrorType.UNSUPPORTED, detail, value)
 
 
 def _go_value(value: object) -> str:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tfjob_test_builders import container, make_job, replica, seed_job
 
-from tfjob.validation import FieldError, aggregate, validate_create, validate_update
+from tfjob.validation import ErrorType, FieldError, aggregate, validate_create, validate_update
 from tfjob.wire import TFJob
 
 DNS1035 = (
@@ -32,20 +32,20 @@ def test_the_seed_jobs_are_valid(seed: str) -> None:
 
 def test_field_error_prints_like_apimachinery() -> None:
     assert (
-        str(FieldError("a.b", "Required value", "must be required"))
+        str(FieldError("a.b", ErrorType.REQUIRED, "must be required"))
         == "a.b: Required value: must be required"
     )
-    assert str(FieldError("a", "Invalid value", "bad", "x")) == 'a: Invalid value: "x": bad'
-    assert str(FieldError("a", "Invalid value", "bad", 3)) == "a: Invalid value: 3: bad"
-    assert str(FieldError("a", "Invalid value", "bad", None)) == 'a: Invalid value: "null": bad'
-    assert str(FieldError("a", "Invalid value", "bad", True)) == "a: Invalid value: true: bad"
-    assert str(FieldError("a", "Forbidden", "no", "ignored")) == "a: Forbidden: no"
-    assert str(FieldError("a", "Duplicate value", "", "ps")) == 'a: Duplicate value: "ps"'
+    assert str(FieldError("a", ErrorType.INVALID, "bad", "x")) == 'a: Invalid value: "x": bad'
+    assert str(FieldError("a", ErrorType.INVALID, "bad", 3)) == "a: Invalid value: 3: bad"
+    assert str(FieldError("a", ErrorType.INVALID, "bad", None)) == 'a: Invalid value: "null": bad'
+    assert str(FieldError("a", ErrorType.INVALID, "bad", True)) == "a: Invalid value: true: bad"
+    assert str(FieldError("a", ErrorType.FORBIDDEN, "no", "ignored")) == "a: Forbidden: no"
+    assert str(FieldError("a", ErrorType.DUPLICATE, "", "ps")) == 'a: Duplicate value: "ps"'
 
 
 def test_aggregate_prints_one_error_as_is_and_several_in_brackets_once_each() -> None:
-    one = FieldError("a", "Forbidden", "x")
-    two = FieldError("b", "Required value", "y")
+    one = FieldError("a", ErrorType.FORBIDDEN, "x")
+    two = FieldError("b", ErrorType.REQUIRED, "y")
     assert aggregate([]) == ""
     assert aggregate([one]) == "a: Forbidden: x"
     assert aggregate([one, one]) == "a: Forbidden: x"

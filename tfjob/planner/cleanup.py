@@ -9,11 +9,10 @@ while the object still exists and is not already terminating, so repeated passes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
-from kubeobjects.meta import Meta
+from kubeobjects.meta import Body, Meta
 from kubeobjects.times import parse_time
 from tfjob.constants import (
     CLEAN_POD_POLICY_NONE,
@@ -44,8 +43,6 @@ from tfjob.planner.status import Verdict
 from tfjob.planner.waiting import created_message
 from tfjob.wire import PodGroup, ReplicaStatus
 
-Obj = Mapping[str, Any]
-
 JOB_TERMINATED_MESSAGE = "Job has been terminated. Deleting PodGroup"
 
 
@@ -57,7 +54,7 @@ def finish_job(draft: Draft, verdict: Verdict, *, event_type: str = NORMAL) -> N
     draft.count(COUNTER_SUCCESSFUL if verdict.type == COND_SUCCEEDED else COUNTER_FAILED)
 
 
-def delete_pods_and_services(draft: Draft, pods: Sequence[Obj], services: Sequence[Obj]) -> None:
+def delete_pods_and_services(draft: Draft, pods: Sequence[Body], services: Sequence[Body]) -> None:
     """Delete ``pods`` (unless already terminating) and every listed Service of the same name."""
     services_by_name = {Meta(service).name: service for service in services}
     for pod in pods:
@@ -69,7 +66,7 @@ def delete_pods_and_services(draft: Draft, pods: Sequence[Obj], services: Sequen
             draft.act(DeleteService(name, Meta(service).uid))
 
 
-def delete_everything(draft: Draft, pods: Sequence[Obj], services: Sequence[Obj]) -> None:
+def delete_everything(draft: Draft, pods: Sequence[Body], services: Sequence[Body]) -> None:
     """Every pod and every Service of the job (D3 failures and suspend)."""
     delete_pods_and_services(draft, pods, [])
     for service in services:
@@ -85,7 +82,7 @@ def delete_podgroup(draft: Draft, podgroup: PodGroup | None, *, announce: bool =
     draft.act(DeletePodGroup(Meta(podgroup).name, Meta(podgroup).uid))
 
 
-def pods_to_clean(clean_pod_policy: str, pods: Sequence[Obj]) -> list[Obj]:
+def pods_to_clean(clean_pod_policy: str, pods: Sequence[Body]) -> list[Body]:
     """The pods ``cleanPodPolicy`` deletes once the job finished; an unknown value acts as All."""
     if clean_pod_policy == CLEAN_POD_POLICY_NONE:
         return []

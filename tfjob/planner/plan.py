@@ -38,12 +38,10 @@ creates its pods or marks it Running.
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
-from kubeobjects.meta import Meta
+from kubeobjects.meta import Body, Meta
 from kubeobjects.times import parse_time
 from tfjob.constants import (
     COND_CREATED,
@@ -93,10 +91,6 @@ from tfjob.pods import desired_pod, template_restart_policy_overridden
 from tfjob.services import desired_service
 from tfjob.settings import Settings
 from tfjob.wire import TFJob
-
-logger = logging.getLogger(__name__)
-
-Obj = Mapping[str, Any]
 
 RESTART_POLICY_OVERRIDDEN_MESSAGE = (
     "Restart policy in pod template will be overwritten by restart policy in replica spec"
@@ -203,7 +197,7 @@ def _run_active_job(
 
 
 def _say_why_waiting(
-    draft: Draft, facts: JobFacts, observed: Observed, pods: Sequence[Obj], settings: Settings
+    draft: Draft, facts: JobFacts, observed: Observed, pods: Sequence[Body], settings: Settings
 ) -> None:
     if is_true(draft.conditions, COND_RUNNING):
         waiting = Waiting(None, None)  # running: nothing to wait for, whatever a cache still says
@@ -251,7 +245,7 @@ def _finish_this_pass(
     cleanup_finished(draft, facts, children)
 
 
-def _report_exit_code(draft: Draft, facts: JobFacts, pod: Obj) -> None:
+def _report_exit_code(draft: Draft, facts: JobFacts, pod: Body) -> None:
     code = tensorflow_exit_code(pod)
     if code is not None:
         draft.emit(
@@ -300,7 +294,7 @@ def _count_recreation(draft: Draft, rtype: str) -> None:
 
 
 def _reconcile_services(
-    draft: Draft, facts: JobFacts, services: Sequence[Obj], analysis: ReplicaAnalysis
+    draft: Draft, facts: JobFacts, services: Sequence[Body], analysis: ReplicaAnalysis
 ) -> None:
     replica = analysis.replica
     slices = slice_by_replica(facts, services, replica.rtype, replica.replicas)

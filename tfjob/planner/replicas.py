@@ -20,11 +20,9 @@ gone); Pending, Unknown and terminating Running pods -> nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from kubeobjects.meta import Meta
+from kubeobjects.meta import Body, Meta
 from tfjob.constants import RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_NEVER, RESTART_ON_FAILURE
 from tfjob.facts import ReplicaFacts
 from tfjob.planner.exitcodes import effective_exit_code, is_retryable_exit_code
@@ -39,8 +37,6 @@ from tfjob.planner.observed import (
 from tfjob.wire import ReplicaStatus
 
 logger = logging.getLogger(__name__)
-
-ObservedPod = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -67,14 +63,14 @@ class ReplicaAnalysis:
 
     replica: ReplicaFacts
     missing: tuple[int, ...]  # in-range indices without a pod
-    scale_down: tuple[ObservedPod, ...]  # out-of-range pods to delete
-    restarts: tuple[ObservedPod, ...]  # Failed pods to delete and recreate
-    exit_code_failures: tuple[ObservedPod, ...]  # ExitCode pods that failed with a permanent code
-    permanent_failures: tuple[ObservedPod, ...]  # Failed pods whose policy does not restart them
+    scale_down: tuple[Body, ...]  # out-of-range pods to delete
+    restarts: tuple[Body, ...]  # Failed pods to delete and recreate
+    exit_code_failures: tuple[Body, ...]  # ExitCode pods that failed with a permanent code
+    permanent_failures: tuple[Body, ...]  # Failed pods whose policy does not restart them
     terminating_failed: int  # Failed pods already on their way out (a restart in flight)
     counts: ReplicaCounts
     running_restarts: int  # in-place restarts of Running pods, for backoffLimit
-    active_pods: tuple[ObservedPod, ...]
+    active_pods: tuple[Body, ...]
 
     @property
     def rtype(self) -> str:
@@ -85,7 +81,7 @@ class ReplicaAnalysis:
         return bool(self.restarts) or self.terminating_failed > 0
 
 
-def restarts_failed_pod(policy: str, pod: ObservedPod) -> bool:
+def restarts_failed_pod(policy: str, pod: Body) -> bool:
     """Whether a pod in phase Failed is deleted and recreated under its replica restartPolicy."""
     if policy in (RESTART_ON_FAILURE, RESTART_ALWAYS):
         return True
@@ -96,11 +92,11 @@ def restarts_failed_pod(policy: str, pod: ObservedPod) -> bool:
 
 def analyse_replica(replica: ReplicaFacts, slices: ReplicaSlices) -> ReplicaAnalysis:
     missing: list[int] = []
-    scale_down: list[ObservedPod] = []
-    restarts: list[ObservedPod] = []
-    exit_code_failures: list[ObservedPod] = []
-    permanent_failures: list[ObservedPod] = []
-    active_pods: list[ObservedPod] = []
+    scale_down: list[Body] = []
+    restarts: list[Body] = []
+    exit_code_failures: list[Body] = []
+    permanent_failures: list[Body] = []
+    active_pods: list[Body] = []
     terminating_failed = 0
     active = succeeded = failed = running_restarts = 0
     for index in slices.duplicated_indices():
