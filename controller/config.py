@@ -16,21 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kube.flags import Flags, boolean, non_negative_number, port, positive_int, positive_number
+from kube.leader import LeaseTerms
 from tfjob.settings import Settings
 
 # Upstream's Lease name (training-operator v1.6+), so a mixed rollout never runs two leaders.
 DEFAULT_LEASE_NAME = "1ca428e5.training-operator.kubeflow.org"
-
-
-@dataclass(frozen=True)
-class LeaderElectionConfig:
-    lease_name: str
-    lease_namespace: str
-    identity: str
-    # controller-runtime's defaults (reference §7.3).
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -40,7 +30,7 @@ class ControllerConfig:
     ops_port: int = 8082
     # "" watches every namespace.
     namespace: str = ""
-    leader_election: LeaderElectionConfig | None = None
+    leader_election: LeaseTerms | None = None
     settings: Settings = field(default_factory=Settings)
     kube_api_qps: float = 20.0
     kube_api_burst: int = 30
@@ -108,9 +98,9 @@ def parse_config(
             parser.error("--renew-deadline must be shorter than --lease-duration")
         if args.retry_period >= args.renew_deadline:
             parser.error("--retry-period must be shorter than --renew-deadline")
-        leader_election = LeaderElectionConfig(
-            lease_name=args.lease_name,
-            lease_namespace=lease_namespace,
+        leader_election = LeaseTerms(
+            name=args.lease_name,
+            namespace=lease_namespace,
             identity=args.identity or default_identity(),
             lease_duration=args.lease_duration,
             renew_deadline=args.renew_deadline,

@@ -78,16 +78,7 @@ class Controller:
         )
         self._elector: LeaderElector | None = None
         if config.leader_election is not None:
-            election = config.leader_election
-            self._elector = LeaderElector(
-                api,
-                namespace=election.lease_namespace,
-                name=election.lease_name,
-                identity=election.identity,
-                lease_duration=election.lease_duration,
-                renew_deadline=election.renew_deadline,
-                retry_period=election.retry_period,
-            )
+            self._elector = LeaderElector(api, config.leader_election)
         self._leading = False
         self._stopping = False
         # Workers take keys only while this is set; see ``paused``.

@@ -57,8 +57,8 @@ def test_controller_environment_parses_into_the_intended_configuration(scenario:
         assert config.leader_election is None
     else:
         assert config.leader_election is not None
-        assert config.leader_election.lease_namespace == NAMESPACE
-        assert config.leader_election.lease_name == "1ca428e5.training-operator.kubeflow.org"
+        assert config.leader_election.namespace == NAMESPACE
+        assert config.leader_election.name == "1ca428e5.training-operator.kubeflow.org"
 
 
 @pytest.mark.parametrize("scenario", ["defaults", "cert-manager", "user-secret", "namespace-scoped"])

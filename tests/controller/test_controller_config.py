@@ -42,15 +42,15 @@ def test_empty_gang_scheduler_name_turns_gang_scheduling_off() -> None:
 def test_leader_election_lease_defaults_to_upstream_name_and_watched_namespace() -> None:
     config = parse_config(["--leader-elect", "--namespace", "ml", "--identity", "me"], environ={})
     assert config.leader_election is not None
-    assert config.leader_election.lease_name == DEFAULT_LEASE_NAME
-    assert config.leader_election.lease_namespace == "ml"
+    assert config.leader_election.name == DEFAULT_LEASE_NAME
+    assert config.leader_election.namespace == "ml"
     assert config.leader_election.identity == "me"
 
 
 def test_leader_election_from_environment_boolean() -> None:
     config = parse_config([], environ={"TFGANG_LEADER_ELECT": "true", "POD_NAMESPACE": "ops"})
     assert config.leader_election is not None
-    assert config.leader_election.lease_namespace == "ops"
+    assert config.leader_election.namespace == "ops"
     assert config.leader_election.identity  # generated
 
 

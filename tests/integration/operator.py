@@ -27,10 +27,11 @@ from typing import Any
 
 import yaml
 
-from controller.config import ControllerConfig, LeaderElectionConfig
+from controller.config import ControllerConfig
 from controller.manager import Controller
 from kube.api import KubeApi
 from kube.client import make_api_client
+from kube.leader import LeaseTerms
 from kube.workqueue import Backoff
 from tfjob.settings import Settings
 
@@ -224,9 +225,9 @@ def controller_config(
 ) -> ControllerConfig:
     election = None
     if leader_identity is not None:
-        election = LeaderElectionConfig(
-            lease_name=lease_name,
-            lease_namespace=lease_namespace,
+        election = LeaseTerms(
+            name=lease_name,
+            namespace=lease_namespace,
             identity=leader_identity,
             lease_duration=3.0,
             renew_deadline=2.0,

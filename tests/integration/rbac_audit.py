@@ -17,7 +17,7 @@ from tests.chart.render import render_chart
 from .operator import CONTROLLER_USER, controller_config
 
 RELEASE_NAMESPACE = "tfgang"
-LEASE_NAME = controller_config(leader_identity="audit").leader_election.lease_name  # type: ignore[union-attr]
+LEASE_NAME = controller_config(leader_identity="audit").leader_election.name  # type: ignore[union-attr]
 
 Request = tuple[str, str, str, str, str]  # verb, group, resource[/subresource], namespace, name
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kube.api import KubeApi
-from kube.leader import LeaderElector
+from kube.leader import LeaderElector, LeaseTerms
 from kube.resources import LEASES
 from tests.kube.conftest import connect
 
@@ -18,7 +18,7 @@ TIMINGS = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
 class Candidate:
     def __init__(self, api: KubeApi, namespace: str, identity: str) -> None:
         self.elector = LeaderElector(
-            api, namespace=namespace, name="kube-test-lock", identity=identity, **TIMINGS
+            api, LeaseTerms(namespace=namespace, name="kube-test-lock", identity=identity, **TIMINGS)
         )
         self.started = asyncio.Event()
         self.stopped = asyncio.Event()
