@@ -106,10 +106,15 @@ class JobStatus(TypedDict, total=False):
     restartCounts: dict[str, int]
 
 
-class TFJob(TypedDict, total=False):
+class _Envelope(TypedDict, total=False):
+    """What every stored object has around its spec and status."""
+
     apiVersion: str
     kind: str
     metadata: ObjectMeta
+
+
+class TFJob(_Envelope, total=False):
     spec: TFJobSpec
     status: JobStatus
 
@@ -122,10 +127,7 @@ class PodGroupSpec(TypedDict, total=False):
     minResources: dict[str, str]
 
 
-class PodGroup(TypedDict, total=False):
-    apiVersion: str
-    kind: str
-    metadata: ObjectMeta
+class PodGroup(_Envelope, total=False):
     spec: PodGroupSpec
     status: PodGroupStatus
 

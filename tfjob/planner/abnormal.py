@@ -15,6 +15,11 @@ from tfjob.planner.actions import WARNING, Event
 FALLBACK_REASON = "Error"
 
 
+def _warning(source: Mapping[str, Any], message: str) -> Event:
+    """A Warning with the reason of the state or condition ``source`` (``Error`` without one)."""
+    return Event(WARNING, str(source.get("reason") or FALLBACK_REASON), message)
+
+
 def _container_events(pod_name: str, entry: Mapping[str, Any]) -> list[Event]:
     events = []
     container = entry.get("name", "")
@@ -24,23 +29,12 @@ def _container_events(pod_name: str, entry: Mapping[str, Any]) -> list[Event]:
     if isinstance(terminated, Mapping):
         code = terminated.get("exitCode")
         if isinstance(code, int) and code != 0:
-            events.append(
-                Event(
-                    WARNING,
-                    str(terminated.get("reason") or FALLBACK_REASON),
-                    f"Error pod {pod_name} container {container} exitCode: {code} "
-                    f"terminated message: {terminated.get('message') or ''}",
-                )
-            )
+            message = f"exitCode: {code} terminated message: {terminated.get('message') or ''}"
+            events.append(_warning(terminated, f"Error pod {pod_name} container {container} {message}"))
     waiting = state.get("waiting")
     if isinstance(waiting, Mapping) and waiting.get("message"):
-        events.append(
-            Event(
-                WARNING,
-                str(waiting.get("reason") or FALLBACK_REASON),
-                f"Error pod {pod_name} container {container} waiting message: {waiting.get('message')}",
-            )
-        )
+        message = f"waiting message: {waiting.get('message')}"
+        events.append(_warning(waiting, f"Error pod {pod_name} container {container} {message}"))
     return events
 
 
@@ -65,11 +59,6 @@ def abnormal_pod_events(active_pods: Iterable[Mapping[str, Any]]) -> list[Event]
             continue
         latest = max(conditions, key=lambda condition: str(condition.get("lastTransitionTime") or ""))
         if latest.get("status") != "True":
-            events.append(
-                Event(
-                    WARNING,
-                    str(latest.get("reason") or FALLBACK_REASON),
-                    f"Error pod {name} condition message: {latest.get('message') or ''}",
-                )
-            )
+            message = f"condition message: {latest.get('message') or ''}"
+            events.append(_warning(latest, f"Error pod {name} {message}"))
     return events
