@@ -26,7 +26,7 @@ from tfjob.tfconfig import tf_config
 from tfjob.validation import aggregate, validate_create
 from tfjob.wire import Pod, PodGroup, Service, TFJob
 
-# A PodGroup phase in which the controller creates pods (any of PODGROUP_ADMITTED_PHASES would do).
+# A PodGroup phase in which the controller creates pods (any of kubeobjects.volcano.ADMITTED_PHASES would do).
 _ADMITTED = "Inqueue"
 USER_TF_CONFIG_KEPT = 'container "tensorflow" already sets TF_CONFIG: the pod keeps its own value'
 

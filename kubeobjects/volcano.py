@@ -6,7 +6,22 @@ once, here. Every key is optional: the API server may omit any of them.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from enum import StrEnum
+from typing import Final, TypedDict
+
+
+class PodGroupPhase(StrEnum):
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+# The phases in which Volcano has admitted the gang, so its pods may be created and bound.
+ADMITTED_PHASES: Final = frozenset(
+    {PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN, PodGroupPhase.COMPLETED}
+)
 
 
 class PodGroupCondition(TypedDict, total=False):

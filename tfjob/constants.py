@@ -78,15 +78,7 @@ PODGROUP_API_VERSION: Final = f"{PODGROUP_GROUP}/{PODGROUP_VERSION}"
 PODGROUP_KIND: Final = "PodGroup"
 PODGROUP_PLURAL: Final = "podgroups"
 DEFAULT_QUEUE: Final = "default"
-PODGROUP_PHASE_PENDING: Final = "Pending"
-PODGROUP_PHASE_INQUEUE: Final = "Inqueue"
-PODGROUP_PHASE_RUNNING: Final = "Running"
-PODGROUP_PHASE_UNKNOWN: Final = "Unknown"
-PODGROUP_PHASE_COMPLETED: Final = "Completed"
-# Phases in which Volcano has admitted the gang, so pods may be created (reference §6.3).
-PODGROUP_ADMITTED_PHASES: Final = frozenset(
-    {PODGROUP_PHASE_INQUEUE, PODGROUP_PHASE_RUNNING, PODGROUP_PHASE_UNKNOWN, PODGROUP_PHASE_COMPLETED}
-)
+# Its phases, and those in which pods may be created (reference §6.3), are kubeobjects.volcano's.
 
 # --- conditions ----------------------------------------------------------------------------------
 COND_CREATED: Final = "Created"

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from kubeobjects.meta import Body, Meta
+from kubeobjects.pods import PodPhase
 from kubeobjects.times import parse_time
 from tfjob.constants import (
     CLEAN_POD_POLICY_NONE,
@@ -34,8 +35,6 @@ from tfjob.planner.conditions import FALSE, TRUE, find_condition, is_true
 from tfjob.planner.draft import COUNTER_DELETED, COUNTER_FAILED, COUNTER_SUCCESSFUL, Draft
 from tfjob.planner.limits import backoff_verdict, deadline_verdict
 from tfjob.planner.observed import (
-    PHASE_PENDING,
-    PHASE_RUNNING,
     Children,
     pod_phase,
 )
@@ -87,7 +86,7 @@ def pods_to_clean(clean_pod_policy: str, pods: Sequence[Body]) -> list[Body]:
     if clean_pod_policy == CLEAN_POD_POLICY_NONE:
         return []
     if clean_pod_policy == CLEAN_POD_POLICY_RUNNING:
-        return [pod for pod in pods if pod_phase(pod) in (PHASE_RUNNING, PHASE_PENDING)]
+        return [pod for pod in pods if pod_phase(pod) in (PodPhase.RUNNING, PodPhase.PENDING)]
     return list(pods)
 
 

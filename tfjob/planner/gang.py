@@ -23,7 +23,8 @@ from typing import Any
 
 from kubeobjects.meta import Meta
 from kubeobjects.times import parse_time
-from tfjob.constants import COND_FAILED, PODGROUP_ADMITTED_PHASES, REASON_SCHEDULE_TIMEOUT
+from kubeobjects.volcano import ADMITTED_PHASES
+from tfjob.constants import COND_FAILED, REASON_SCHEDULE_TIMEOUT
 from tfjob.facts import JobFacts
 from tfjob.planner.actions import CreatePodGroup, PatchPodGroup
 from tfjob.planner.draft import Draft
@@ -75,7 +76,7 @@ def sync_gang(
     admitted = (
         podgroup is not None
         and not Meta(podgroup).deleting
-        and podgroup_phase(podgroup) in PODGROUP_ADMITTED_PHASES
+        and podgroup_phase(podgroup) in ADMITTED_PHASES
     )
     if not settings.volcano or admitted:
         return GangGate()

@@ -13,15 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeobjects.meta import Meta
+from kubeobjects.pods import PodPhase
 from tfjob.constants import API_VERSION, KIND, LABEL_REPLICA_TYPE
 from tfjob.facts import JobFacts
 from tfjob.naming import replica_index
 from tfjob.wire import Pod, PodGroup, Service, TFJob
-
-PHASE_PENDING = "Pending"
-PHASE_RUNNING = "Running"
-PHASE_SUCCEEDED = "Succeeded"
-PHASE_FAILED = "Failed"
 
 
 @dataclass(frozen=True)
@@ -40,7 +36,7 @@ class Observed:
 def pod_phase(pod: Mapping[str, Any]) -> str:
     status = pod.get("status")
     phase = status.get("phase") if isinstance(status, Mapping) else None
-    return phase if isinstance(phase, str) and phase else PHASE_PENDING
+    return phase if isinstance(phase, str) and phase else PodPhase.PENDING
 
 
 def container_statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from kubeobjects.times import parse_time
-from tfjob.constants import PODGROUP_ADMITTED_PHASES
+from kubeobjects.volcano import ADMITTED_PHASES
 from tfjob.facts import read_facts
 from tfjob.planner.conditions import is_finished
 from tfjob.planner.gang import gang_deadline, podgroup_phase
@@ -54,7 +54,7 @@ def progress(
     ]
     finished = is_finished(status.get("conditions") or [])
     phase = podgroup_phase(podgroup) if podgroup is not None else ""
-    admitted = podgroup is not None and phase in PODGROUP_ADMITTED_PHASES
+    admitted = podgroup is not None and phase in ADMITTED_PHASES
     waiting = settings.gang_enabled and settings.volcano and not admitted and not owned and not finished
     timeout = facts.schedule_timeout_seconds
     return Progress(

@@ -23,13 +23,11 @@ import logging
 from dataclasses import dataclass
 
 from kubeobjects.meta import Body, Meta
+from kubeobjects.pods import PodPhase
 from tfjob.constants import RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_NEVER, RESTART_ON_FAILURE
 from tfjob.facts import ReplicaFacts
 from tfjob.planner.exitcodes import effective_exit_code, is_retryable_exit_code
 from tfjob.planner.observed import (
-    PHASE_FAILED,
-    PHASE_RUNNING,
-    PHASE_SUCCEEDED,
     ReplicaSlices,
     pod_phase,
     restart_count,
@@ -112,21 +110,21 @@ def analyse_replica(replica: ReplicaFacts, slices: ReplicaSlices) -> ReplicaAnal
         pod = found[0]
         phase = pod_phase(pod)
         terminating = Meta(pod).deleting
-        if phase == PHASE_RUNNING and not terminating:
+        if phase == PodPhase.RUNNING and not terminating:
             active += 1
             if replica.restart_policy != RESTART_NEVER:
                 running_restarts += restart_count(pod)
-        elif phase == PHASE_SUCCEEDED:
+        elif phase == PodPhase.SUCCEEDED:
             succeeded += 1
-        elif phase == PHASE_FAILED:
+        elif phase == PodPhase.FAILED:
             failed += 1
-        if phase not in (PHASE_SUCCEEDED, PHASE_FAILED) and not terminating:
+        if phase not in (PodPhase.SUCCEEDED, PodPhase.FAILED) and not terminating:
             active_pods.append(pod)
         if index >= replica.replicas:
             if not terminating:
                 scale_down.append(pod)
             continue
-        if phase != PHASE_FAILED:
+        if phase != PodPhase.FAILED:
             continue
         if terminating:
             terminating_failed += 1

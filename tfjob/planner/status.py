@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kubeobjects.pods import PodPhase
 from tfjob.constants import (
     CHIEF,
     COND_FAILED,
@@ -41,7 +42,7 @@ from tfjob.constants import (
 )
 from tfjob.facts import JobFacts
 from tfjob.planner.exitcodes import tensorflow_exit_code
-from tfjob.planner.observed import PHASE_SUCCEEDED, ReplicaSlices, pod_phase
+from tfjob.planner.observed import ReplicaSlices, pod_phase
 from tfjob.planner.replicas import ReplicaAnalysis
 
 
@@ -95,7 +96,7 @@ def worker0_completed(facts: JobFacts, worker_slices: ReplicaSlices | None) -> b
     if facts.replica(WORKER) is None or worker_slices is None:
         return facts.replica(WORKER) is None
     pod = worker_slices.single(0)
-    return pod is not None and pod_phase(pod) == PHASE_SUCCEEDED and tensorflow_exit_code(pod) == 0
+    return pod is not None and pod_phase(pod) == PodPhase.SUCCEEDED and tensorflow_exit_code(pod) == 0
 
 
 def decide(facts: JobFacts, analyses: Mapping[str, ReplicaAnalysis], worker0_done: bool) -> Decision:
