@@ -8,6 +8,11 @@ job it concerns; a PriorityClass change touches every job (their PodGroup ``minR
 can depend on it, D11), which is rare enough to simply requeue all of them. A PodGroup event
 wakes its job only when it says something new: Volcano repeats them every session, and a
 repeat only bumps the count.
+
+What a reflector's first list reports, and a PriorityClass change, is queued as a resync
+(``enqueue_resync``): after a restart that is every object there is, and a job created or changed
+meanwhile must not wait behind ten thousand passes that find nothing to do. Relists report only
+what changed during the gap, so they are queued as changes.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from controller.resources import (
 )
 from kube.api import KubeApi
 from kube.ownwrites import OwnWrites
-from kube.reflector import Reflector
+from kube.reflector import Handler, Reflector
 from kube.resources import EVENTS, PODS, PRIORITY_CLASSES, SERVICES, Resource
 from kube.store import Store, object_key
 from kubeobjects.meta import Meta
@@ -92,12 +97,14 @@ class JobCaches:
         writes: OwnWrites,
         enqueue: EnqueueKey,
         *,
+        enqueue_resync: EnqueueKey | None = None,
         namespace: str = "",
         settings: Settings = Settings(),
         watch_timeout_seconds: int = 290,
     ) -> None:
         self.writes = writes
         self._enqueue = enqueue
+        self._enqueue_resync = enqueue_resync if enqueue_resync is not None else enqueue
         self.jobs = Store()
         self.pods = Store()
         self.services = Store()
@@ -109,16 +116,18 @@ class JobCaches:
         self.podgroup_events.add_index(JOB_INDEX, podgroup_event_index)
 
         def reflector(res: Resource, store: Store, *, child: bool, selector: str | None = None) -> Reflector:
-            return Reflector(
+            made = Reflector(
                 api,
                 res,
                 store,
                 namespace=namespace or None,
                 label_selector=selector,
-                handlers=[self._child_handler(res) if child else self._job_handler],
                 watch_timeout_seconds=watch_timeout_seconds,
                 transform=_TRIM.get(res.plural, trim),
             )
+            enqueue = self._enqueuer(made)
+            made.add_handler(self._child_handler(res, enqueue) if child else self._job_handler(enqueue))
+            return made
 
         self.reflectors = [
             reflector(TFJOBS, self.jobs, child=False),
@@ -144,38 +153,51 @@ class JobCaches:
                     self.podgroup_events,
                     namespace=namespace or None,
                     field_selector=PODGROUP_EVENT_SELECTOR,
-                    handlers=[self._podgroup_event_handler],
                     watch_timeout_seconds=watch_timeout_seconds,
                 )
             )
+            events = self.reflectors[-1]
+            events.add_handler(self._podgroup_event_handler(self._enqueuer(events)))
 
     # -- events -> keys ----------------------------------------------------------------------
 
-    def _job_handler(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if not self.writes.observe(TFJOBS.plural, event_type, obj):
-            self._enqueue(object_key(obj))
+    def _enqueuer(self, reflector: Reflector) -> EnqueueKey:
+        """How ``reflector``'s events are queued: as a resync until its first list is done."""
 
-    def _child_handler(self, res: Resource) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
+        def enqueue(key: str) -> None:
+            (self._enqueue if reflector.synced else self._enqueue_resync)(key)
+
+        return enqueue
+
+    def _job_handler(self, enqueue: EnqueueKey) -> Handler:
+        def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            if not self.writes.observe(TFJOBS.plural, event_type, obj):
+                enqueue(object_key(obj))
+
+        return handle
+
+    def _child_handler(self, res: Resource, enqueue: EnqueueKey) -> Handler:
         def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             own_write = self.writes.observe(res.plural, event_type, obj)
             key = job_key_of_child(obj)
             if key is not None and not own_write:
-                self._enqueue(key)
+                enqueue(key)
             # A child that changed hands (ownerReference or label edited) concerns its old job too.
             old_key = job_key_of_child(old) if old is not None else None
             if old_key is not None and old_key != key:
-                self._enqueue(old_key)
+                enqueue(old_key)
 
         return handle
 
-    def _podgroup_event_handler(
-        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
-    ) -> None:
-        if event_type == "MODIFIED" and old is not None and old.get("message") == obj.get("message"):
-            return
-        key = job_key_of_podgroup_event(obj)
-        if key is not None and event_type != "DELETED":
-            self._enqueue(key)
+    def _podgroup_event_handler(self, enqueue: EnqueueKey) -> Handler:
+        def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            if event_type == "MODIFIED" and old is not None and old.get("message") == obj.get("message"):
+                return
+            key = job_key_of_podgroup_event(obj)
+            if key is not None and event_type != "DELETED":
+                enqueue(key)
+
+        return handle
 
     def _priority_class_handler(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
@@ -183,7 +205,7 @@ class JobCaches:
         if old is not None and _priority_value(old) == _priority_value(obj) and event_type == "MODIFIED":
             return
         for key in self.jobs:
-            self._enqueue(key)
+            self._enqueue_resync(key)
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ class Controller:
             api,
             self.writes,
             self.queue.add,
+            enqueue_resync=self.queue.add_resync,
             namespace=config.namespace,
             settings=config.settings,
             watch_timeout_seconds=watch_timeout_seconds,
@@ -179,7 +180,7 @@ class Controller:
         self.metrics.is_leader.set(1)
         logger.info("leading: starting %d workers", self.config.workers)
         for key in self.caches.jobs:
-            self.queue.add(key)
+            self.queue.add_resync(key)
         try:
             async with asyncio.TaskGroup() as group:
                 for index in range(self.config.workers):

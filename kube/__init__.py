@@ -16,4 +16,5 @@ Modules (each documents its public API in its docstring):
 - ``events`` -- ``EventRecorder``: non-blocking, aggregating core/v1 Events.
 - ``ops`` -- ``OpsServer``: /healthz, /readyz, /metrics.
 - ``logs`` -- JSON logging and context fields.
+- ``heap`` -- the cyclic garbage collector paused while the caches first fill.
 """

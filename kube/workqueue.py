@@ -7,6 +7,11 @@
   at ``max``), ``n`` being the key's failures since the last ``forget(key)``.
 - Timers: ``add_after(key, delay)``; when a key has several pending timers the earliest deadline wins.
   A pending timer survives an immediate ``add`` (a spurious extra run is harmless, a lost timer is not).
+- Resync second: ``add_resync(key)`` queues a pass that no change asked for (every job after a
+  restart, say) behind the keys of ``add``, so a change is not kept waiting by thousands of
+  passes that will find nothing to do. An ``add`` of a key waiting as a resync moves it forward.
+  The resync is never starved: while both wait, one resync key is handed out after every
+  ``resync_share`` others.
 - Metrics hooks: an optional ``WorkQueueObserver``; ``PrometheusWorkQueueMetrics`` implements it
   with client-go's metric names.
 
@@ -14,8 +19,8 @@ Public API:
 
 - ``Backoff(base=0.5, max=300.0)`` -- frozen; ``delay(failures) -> float``.
 - ``ShutDown`` -- raised by ``get()`` once the queue is shut down.
-- ``WorkQueue(name="", *, backoff=Backoff(), observer=None, clock=time.monotonic)``:
-  ``add(key)``, ``add_after(key, delay)``, ``add_rate_limited(key)``, ``forget(key)``,
+- ``WorkQueue(name="", *, backoff=Backoff(), observer=None, clock=time.monotonic, resync_share=8)``:
+  ``add(key)``, ``add_resync(key)``, ``add_after(key, delay)``, ``add_rate_limited(key)``, ``forget(key)``,
   ``num_requeues(key) -> int``, ``async get() -> str``, ``done(key)``, ``shutdown()``,
   ``shutting_down``, ``len(queue)`` (keys ready now), ``pending_timers`` (keys waiting on a timer),
   ``processing`` (keys being worked on).
@@ -111,7 +116,10 @@ class WorkQueue:
         backoff: Backoff = Backoff(),
         observer: WorkQueueObserver | None = None,
         clock: Callable[[], float] = time.monotonic,
+        resync_share: int = 8,
     ) -> None:
+        if resync_share < 1:
+            raise ValueError(f"resync_share must be at least 1, got {resync_share}")
         self.name = name
         self._backoff = backoff
         self._observer = observer
@@ -119,6 +127,13 @@ class WorkQueue:
         self._queue: deque[str] = deque()
         self._dirty: set[str] = set()  # keys that need processing (queued, or re-added while processing)
         self._processing: set[str] = set()
+        # Resyncs: dirty keys no add() asked for, the ones of them waiting (not processing), and
+        # their line, which may hold stale entries of keys since moved forward (skipped when met).
+        self._resync_only: set[str] = set()
+        self._resync_waiting: set[str] = set()
+        self._resync_line: deque[str] = deque()
+        self._resync_share = resync_share
+        self._served_since_resync = 0
         self._added_at: dict[str, float] = {}
         self._started_at: dict[str, float] = {}
         self._failures: dict[str, int] = {}
@@ -132,7 +147,17 @@ class WorkQueue:
     # -- adding ------------------------------------------------------------------------------
 
     def add(self, key: str) -> None:
-        if self._shutting_down or key in self._dirty:
+        if self._shutting_down:
+            return
+        if key in self._dirty:
+            if key in self._resync_only:
+                self._resync_only.discard(key)
+                if key in self._resync_waiting:
+                    self._resync_waiting.discard(key)
+                    if not self._resync_waiting:
+                        self._resync_line.clear()  # only stale entries are left in it
+                    self._queue.append(key)
+                    self._wakeup.set()
             return
         self._dirty.add(key)
         self._added_at[key] = self._clock()
@@ -142,6 +167,17 @@ class WorkQueue:
             self._queue.append(key)
             self._report_depth()
             self._wakeup.set()
+
+    def add_resync(self, key: str) -> None:
+        if self._shutting_down or key in self._dirty:
+            return
+        self._dirty.add(key)
+        self._resync_only.add(key)
+        self._added_at[key] = self._clock()
+        if self._observer is not None:
+            self._observer.on_add(self.name)
+        if key not in self._processing:
+            self._wait_for_resync(key)
 
     def add_after(self, key: str, delay: float) -> None:
         if not math.isfinite(delay):
@@ -179,10 +215,11 @@ class WorkQueue:
             if self._shutting_down:
                 raise ShutDown(self.name)
             self._fire_due_timers()
-            if self._queue:
-                key = self._queue.popleft()
+            key = self._next_ready()
+            if key is not None:
                 self._processing.add(key)
                 self._dirty.discard(key)
+                self._resync_only.discard(key)
                 now = self._clock()
                 self._started_at[key] = now
                 added = self._added_at.pop(key, now)
@@ -206,6 +243,9 @@ class WorkQueue:
         if started is not None and self._observer is not None:
             self._observer.on_work_duration(self.name, max(0.0, self._clock() - started))
         if key in self._dirty and not self._shutting_down:
+            if key in self._resync_only:
+                self._wait_for_resync(key)
+                return
             self._queue.append(key)
             self._report_depth()
             self._wakeup.set()
@@ -219,7 +259,7 @@ class WorkQueue:
         return self._shutting_down
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._queue) + len(self._resync_waiting)
 
     @property
     def pending_timers(self) -> int:
@@ -230,6 +270,25 @@ class WorkQueue:
         return frozenset(self._processing)
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _wait_for_resync(self, key: str) -> None:
+        self._resync_waiting.add(key)
+        self._resync_line.append(key)
+        self._report_depth()
+        self._wakeup.set()
+
+    def _next_ready(self) -> str | None:
+        if self._resync_waiting and (not self._queue or self._served_since_resync >= self._resync_share):
+            while True:
+                key = self._resync_line.popleft()
+                if key in self._resync_waiting:
+                    self._resync_waiting.discard(key)
+                    self._served_since_resync = 0
+                    return key
+        if self._queue:
+            self._served_since_resync += 1
+            return self._queue.popleft()
+        return None
 
     def _fire_due_timers(self) -> None:
         now = self._clock()
@@ -242,4 +301,4 @@ class WorkQueue:
 
     def _report_depth(self) -> None:
         if self._observer is not None:
-            self._observer.on_depth(self.name, len(self._queue))
+            self._observer.on_depth(self.name, len(self))

@@ -202,3 +202,99 @@ def test_a_timer_needs_a_finite_delay() -> None:
         queue.add_after("a", float("inf"))
     with pytest.raises(ValueError, match="finite"):
         queue.add_after("a", float("nan"))
+
+
+async def test_changes_are_served_before_resyncs() -> None:
+    queue = WorkQueue("t", resync_share=100)
+    for key in ["old-1", "old-2", "old-3"]:
+        queue.add_resync(key)
+    queue.add("new")
+    assert len(queue) == 4
+    assert await drain(queue) == ["new", "old-1", "old-2", "old-3"]
+
+
+async def test_a_change_moves_a_waiting_resync_forward_once() -> None:
+    queue = WorkQueue("t", resync_share=100)
+    for key in ["a", "b", "c"]:
+        queue.add_resync(key)
+    queue.add("c")
+    queue.add("c")
+    queue.add_resync("c")  # already queued, as a change: stays one
+    assert len(queue) == 3
+    assert await drain(queue) == ["c", "a", "b"]
+
+
+async def test_the_resync_is_never_starved_by_a_stream_of_changes() -> None:
+    queue = WorkQueue("t", resync_share=2)
+    for index in range(3):
+        queue.add_resync(f"old-{index}")
+    served = []
+    for index in range(9):
+        queue.add(f"new-{index}")  # a change always waits when the next key is handed out
+        key = await queue.get()
+        served.append(key)
+        queue.done(key)
+    assert served == ["new-0", "new-1", "old-0", "new-2", "new-3", "old-1", "new-4", "new-5", "old-2"]
+
+
+async def test_a_resync_of_a_key_being_processed_waits_for_done_and_stays_second() -> None:
+    queue = WorkQueue("t", resync_share=100)
+    queue.add("a")
+    assert await queue.get() == "a"
+    queue.add_resync("a")
+    queue.add_resync("b")
+    assert len(queue) == 1  # "a" is not handed out while it is being processed
+    queue.add("c")
+    queue.done("a")
+    assert await drain(queue) == ["c", "b", "a"]
+
+
+async def test_a_change_to_a_key_being_processed_after_its_resync_puts_it_first() -> None:
+    queue = WorkQueue("t", resync_share=100)
+    queue.add("a")
+    assert await queue.get() == "a"
+    queue.add_resync("b")
+    queue.add_resync("a")
+    queue.add("a")
+    queue.done("a")
+    assert await drain(queue) == ["a", "b"]
+
+
+async def test_resync_keys_keep_one_worker_per_key_under_concurrency() -> None:
+    queue = WorkQueue("t", resync_share=1)
+    active: set[str] = set()
+    overlaps: list[str] = []
+    passes: dict[str, int] = {}
+
+    async def worker() -> None:
+        while True:
+            try:
+                key = await queue.get()
+            except ShutDown:
+                return
+            if key in active:
+                overlaps.append(key)
+            active.add(key)
+            await asyncio.sleep(0.001)
+            passes[key] = passes.get(key, 0) + 1
+            active.discard(key)
+            queue.done(key)
+
+    workers = [asyncio.create_task(worker()) for _ in range(4)]
+    for round_ in range(20):
+        for key in ["a", "b", "c", "d"]:
+            (queue.add_resync if round_ % 2 else queue.add)(key)
+        await asyncio.sleep(0.0005)
+    for _ in range(1000):
+        if not len(queue) and not queue.processing:
+            break
+        await asyncio.sleep(0.005)
+    queue.shutdown()
+    await asyncio.gather(*workers)
+    assert overlaps == []
+    assert set(passes) == {"a", "b", "c", "d"}
+
+
+def test_the_resync_share_is_at_least_one() -> None:
+    with pytest.raises(ValueError, match="resync_share"):
+        WorkQueue("t", resync_share=0)
