@@ -1,8 +1,8 @@
 """Generic CRUD and watch over any ``Resource``, with raw dicts in and out.
 
-Requests go through the ``ApiClient``'s own aiohttp session (with its authentication, proxy and
-TLS settings), bodies encoded and answers decoded here with orjson, so no generated model is
-ever built and no body is walked twice; every failure is mapped by ``kube.errors``; every request
+Requests go through the ``Connection``'s aiohttp session (with its credentials, proxy and TLS
+settings), bodies encoded and answers decoded here with orjson, so no body is walked twice;
+every failure is mapped by ``kube.errors``; every request
 first takes a token from a client-side QPS/burst bucket; patches always state their content type.
 
 Public API:
@@ -10,7 +10,7 @@ Public API:
 - ``WatchEvent(type, object)`` -- frozen; ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK.
 - ``RequestObserver = Callable[[str, str, int, float], None]`` -- ``(verb, resource, status,
   seconds)`` called after every request (status 0: no HTTP answer), e.g. for metrics.
-- ``KubeApi(client, *, qps=20.0, burst=30, user_agent=None, field_manager=None,
+- ``KubeApi(client: Connection, *, qps=20.0, burst=30, user_agent=None, field_manager=None,
   request_timeout=30.0, on_request=None)`` -- owns ``client`` (``close()`` closes it). A
   ``user_agent`` is set on the client itself.
   - ``async get(res, name, namespace=None, *, subresource=None) -> dict``
@@ -51,12 +51,11 @@ from urllib.parse import urlencode
 
 import aiohttp
 import orjson
-from kubernetes_asyncio.client import ApiClient, ApiException
 
+from kube.connection import Connection
 from kube.errors import (
     ApiError,
     ConnectionFailed,
-    from_api_exception,
     from_connection_error,
     from_status,
     from_status_object,
@@ -85,14 +84,13 @@ class WatchEvent:
 
 
 def _bool(value: bool) -> str:
-    # kubernetes_asyncio renders Python booleans as "True"; the API accepts "true" everywhere.
     return "true" if value else "false"
 
 
 class KubeApi:
     def __init__(
         self,
-        client: ApiClient,
+        client: Connection,
         *,
         qps: float = 20.0,
         burst: int = 30,
@@ -110,7 +108,7 @@ class KubeApi:
             client.user_agent = user_agent
 
     @property
-    def client(self) -> ApiClient:
+    def client(self) -> Connection:
         return self._client
 
     async def close(self) -> None:
@@ -136,35 +134,21 @@ class KubeApi:
         client_timeout: aiohttp.ClientTimeout,
         accept: str = "application/json",
     ) -> aiohttp.ClientResponse:
-        # Straight to the client's aiohttp session: kubernetes_asyncio's call_api would walk the body
-        # to "sanitize" it, encode it with the stdlib json and urlencode the query on every request,
-        # a tenth of a busy controller's CPU. Its authentication step is kept (it refreshes tokens).
         client = self._client
-        headers = {**client.default_headers, "Accept": accept}
-        if content_type is not None:
-            headers["Content-Type"] = content_type
-        url = f"{client.configuration.host}{path}"
+        url = f"{client.host}{path}"
         if query:
             url += "?" + urlencode(query)
-        rest = client.rest_client
-        extra: dict[str, Any] = {}
-        if rest.proxy:
-            extra["proxy"] = rest.proxy
-            if rest.proxy_headers:
-                extra["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            extra["server_hostname"] = rest.server_hostname
         try:
-            await client.update_params_for_auth(headers, [], ["BearerToken"])
-            session: aiohttp.ClientSession = rest.pool_manager
-            return await session.request(
+            headers = await client.headers(accept, content_type)
+            response = await client.session.request(
                 method, url, headers=headers, data=None if body is None else orjson.dumps(body),
-                timeout=client_timeout, **extra,
+                timeout=client_timeout, **client.request_options,
             )
-        except ApiException as exc:
-            raise from_api_exception(exc) from exc
         except _TRANSPORT_ERRORS as exc:
             raise from_connection_error(exc) from exc
+        if response.status == 401:
+            client.rejected()
+        return response
 
     async def _request(
         self,

@@ -11,7 +11,6 @@ Public API:
   (status 0: the request never got an HTTP answer).
 - ``from_status(status, body, *, reason=None, headers=None) -> ApiError`` -- from an HTTP answer.
 - ``from_status_object(obj) -> ApiError`` -- from a ``metav1.Status`` dict (watch ERROR events).
-- ``from_api_exception(exc) -> ApiError`` -- from a ``kubernetes_asyncio`` ``ApiException``.
 - ``from_connection_error(exc) -> ConnectionFailed``.
 - ``is_retryable(exc) -> bool`` -- whether the same request may succeed later unchanged.
 - ``ConfigError`` -- the client configuration (kubeconfig or in-cluster) cannot be loaded.
@@ -25,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio.client import ApiException
 
 __all__ = [
     "AlreadyExists",
@@ -45,7 +43,6 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
-    "from_api_exception",
     "from_connection_error",
     "from_status",
     "from_status_object",
@@ -218,15 +215,6 @@ def from_status_object(obj: Mapping[str, Any]) -> ApiError:
     return from_status(code if isinstance(code, int) else 500, obj)
 
 
-def from_api_exception(exc: ApiException) -> ApiError:
-    """Translate a ``kubernetes_asyncio`` ``ApiException`` (status 0: the client refused to send)."""
-    headers = exc.headers if isinstance(getattr(exc, "headers", None), Mapping) else None
-    status = exc.status if isinstance(exc.status, int) else 0
-    if status == 0:
-        return ApiError(0, "ClientError", str(exc.reason or exc))
-    return from_status(status, exc.body, reason=exc.reason, headers=headers)
-
-
 def from_connection_error(exc: BaseException) -> ConnectionFailed:
     """Wrap a transport failure (aiohttp, OSError, timeout) as a retryable ``ConnectionFailed``."""
     text = str(exc) or type(exc).__name__
@@ -235,8 +223,6 @@ def from_connection_error(exc: BaseException) -> ConnectionFailed:
 
 def is_retryable(exc: BaseException) -> bool:
     """True when the failure is transient: the same request may succeed later unchanged."""
-    if isinstance(exc, ApiException):
-        exc = from_api_exception(exc)
     if isinstance(exc, ApiError):
         return isinstance(exc, _RETRYABLE) or exc.status in (502,)
     return isinstance(exc, aiohttp.ClientError | asyncio.TimeoutError | ConnectionError)

@@ -9,7 +9,9 @@ from prometheus_client import CollectorRegistry
 
 from kube.api import KubeApi
 from kube.apimetrics import PrometheusRequestMetrics
+from kube.connection import Connection
 from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, Unauthorized, UnsupportedMediaType
+from kube.kubeconfig import Endpoint
 from kube.patches import PatchType, json_patch_test_resource_version
 from kube.resources import CONFIGMAPS, PODGROUPS_V1BETA1, PODS
 from tests.kube.conftest import connect
@@ -163,10 +165,13 @@ async def test_watch_streams_events_from_a_resource_version_until_the_server_tim
 
 
 async def test_a_rejected_token_maps_to_unauthorized(sandbox_apiserver: Any) -> None:
-    async with connect(sandbox_apiserver, qps=0) as api:
-        api.client.configuration.api_key["BearerToken"] = "Bearer not-a-valid-token"
+    endpoint = Endpoint(sandbox_apiserver.url, ca_pem=sandbox_apiserver.ca_pem, token="not-a-valid-token")
+    api = KubeApi(Connection(endpoint), qps=0)
+    try:
         with pytest.raises(Unauthorized):
             await api.list(CONFIGMAPS, "default")
+    finally:
+        await api.close()
 
 
 async def test_server_side_apply_creates_the_object_with_a_field_manager(

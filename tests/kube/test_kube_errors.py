@@ -6,10 +6,9 @@ import json
 
 import aiohttp
 import pytest
-from kubernetes_asyncio.client import ApiException
 
 from kube import errors
-from kube.errors import from_api_exception, from_status, from_status_object, is_retryable
+from kube.errors import from_status, from_status_object, is_retryable
 
 
 def status_body(code: int, reason: str, message: str = "msg", **extra: object) -> bytes:
@@ -70,15 +69,6 @@ def test_watch_error_object_410_is_gone() -> None:
     assert err.message == "too old"
 
 
-def test_from_api_exception() -> None:
-    exc = ApiException(status=404, reason="Not Found")
-    exc.body = status_body(404, "NotFound", "pods \"x\" not found").decode()
-    err = from_api_exception(exc)
-    assert isinstance(err, errors.NotFound)
-    assert err.message == 'pods "x" not found'
-    assert from_api_exception(ApiException(status=0, reason="cannot serialise")).status == 0
-
-
 @pytest.mark.parametrize(
     ("exc", "retryable"),
     [
@@ -99,8 +89,3 @@ def test_from_api_exception() -> None:
 )
 def test_is_retryable(exc: BaseException, retryable: bool) -> None:
     assert is_retryable(exc) is retryable
-
-
-def test_is_retryable_accepts_raw_api_exceptions() -> None:
-    assert is_retryable(ApiException(status=503, reason="Service Unavailable"))
-    assert not is_retryable(ApiException(status=404, reason="Not Found"))

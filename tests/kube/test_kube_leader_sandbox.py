@@ -93,7 +93,7 @@ async def test_a_leader_cut_off_from_the_server_steps_down_before_a_successor_ta
         assert not b.elector.is_leader
 
         # Partition a: its requests now fail to connect, so it can neither renew nor release.
-        api_a.client.configuration.host = "http://127.0.0.1:9"
+        api_a.client.host = "http://127.0.0.1:9"
         await asyncio.wait_for(a.stopped.wait(), TIMINGS["renew_deadline"] + 2)
         assert a.task is not None and a.task.done()  # run() returned after losing leadership
         await asyncio.wait_for(b.started.wait(), TIMINGS["lease_duration"] + 2)

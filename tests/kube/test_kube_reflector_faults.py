@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kube.api import KubeApi
+from kube.connection import Connection
 from kube.errors import Gone, NotFound
+from kube.kubeconfig import Endpoint
 from kube.reflector import Reflector
 from kube.resources import CONFIGMAPS
 from kube.store import Store
@@ -76,7 +77,7 @@ async def scripted() -> AsyncIterator[tuple[Script, KubeApi]]:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = runner.addresses[0][1]
-    api = KubeApi(ApiClient(Configuration(host=f"http://127.0.0.1:{port}")), qps=0)
+    api = KubeApi(Connection(Endpoint(f"http://127.0.0.1:{port}")), qps=0)
     try:
         yield script, api
     finally:

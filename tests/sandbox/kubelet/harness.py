@@ -1,6 +1,6 @@
 """A small cluster for integration tests: the sandbox API server, the node agent and the scheduler.
 
-Everything talks over real HTTP through ``kube.api.KubeApi`` (kubernetes_asyncio underneath), and
+Everything talks over real HTTP through ``kube.api.KubeApi``, and
 ``kubectl`` runs as a real subprocess against the same kubeconfig.
 """
 
