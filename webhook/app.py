@@ -1,4 +1,4 @@
-"""The HTTPS admission application: ``POST /mutate-pods`` and ``POST /validate-tfjobs``.
+"""The admission application: ``POST /mutate-pods`` and ``POST /validate-tfjobs``.
 
 Whatever arrives, the answer is never a 5xx and never a dropped connection, because under
 ``failurePolicy: Fail`` a webhook error blocks pod creation:
@@ -6,8 +6,9 @@ Whatever arrives, the answer is never a 5xx and never a dropped connection, beca
 - a review, however odd, gets HTTP 200 with an AdmissionReview in the version received (a bug
   in a decision becomes a denial with code 500 inside the review, logged with its stack);
 - a body that is not a review gets a 4xx with a ``metav1.Status``-shaped JSON message: 415 for
-  another content type, 400 for non-JSON or a review without ``request``/``uid``, 413 over the
-  body limit; another method gets aiohttp's 405, another path 404.
+  another content type, 400 for non-JSON or a review without ``request``/``uid``; another method
+  405, another path 404 (the HTTP-level refusals -- 408, 411, 413, malformed HTTP -- are
+  ``http11``'s, counted here through ``refused``).
 
 Each review is logged as JSON with its uid (denials and warnings at INFO, the rest at DEBUG) and
 counted in the metrics by path and result.
@@ -15,15 +16,13 @@ counted in the metrics by path and result.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import orjson
-from aiohttp import web
 
 from kube.logs import log_fields
 from tfjob.settings import Settings
@@ -36,6 +35,7 @@ from webhook.connections import (
     BodyBudget,
     status_body,
 )
+from webhook.http11 import Reply, Request
 from webhook.metrics import WebhookMetrics
 from webhook.patch_memo import PatchMemo
 from webhook.quietlog import LogBudget
@@ -55,22 +55,105 @@ MAX_LOGGED_MESSAGE = 512
 
 MUTATE_PODS_PATH: Final = "/mutate-pods"
 VALIDATE_TFJOBS_PATH: Final = "/validate-tfjobs"
-# Reviews carry object and oldObject (each up to ~1.5 MiB in etcd): aiohttp's 1 MiB default is too small.
+# Reviews carry object and oldObject (each up to ~1.5 MiB in etcd).
 DEFAULT_MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 JSON_CONTENT_TYPE: Final = "application/json"
-SMALL_BODY: Final = 64 * 1024
 
 Decide = Callable[[AdmissionRequest], Awaitable[Decision]]
 
 
 @dataclass(frozen=True)
-class _Intake:
-    """How request bodies are read: the limits, and the budgets shared by both endpoints."""
+class Intake:
+    """How request bodies are read (by ``http11``): the limits, and the budget both endpoints share."""
 
-    max_bytes: int
-    timeout: float
+    max_body_bytes: int
+    body_timeout: float
     bodies: BodyBudget
-    client_errors: LogBudget
+
+
+class AdmissionApp:
+    """Answers the requests ``http11`` has read whole; ``intake`` says how it reads them."""
+
+    def __init__(
+        self, endpoints: dict[str, Decide], metrics: WebhookMetrics, intake: Intake
+    ) -> None:
+        self.intake = intake
+        self._endpoints = endpoints
+        self._metrics = metrics
+        self._client_errors = LogBudget()
+
+    async def respond(self, request: Request) -> Reply:
+        path = request.path
+        decide = self._endpoints.get(path)
+        if decide is None:
+            return _failure(404, "NotFound", f"no admission endpoint at {clip(path)}")
+        if request.method != "POST":
+            reply = _failure(405, "MethodNotAllowed", f"{clip(request.method)} is not allowed; use POST")
+            return Reply(reply.status, reply.body, headers=(("Allow", "POST"),))
+        started = time.perf_counter()
+        in_flight = self._metrics.in_flight.labels(path)
+        in_flight.inc()
+        try:
+            reply, result = await self._answer(path, request, decide)
+        except Exception as exc:
+            # Last resort for a defect outside the decision: still an answer with a message.
+            logger.exception("could not answer an admission request on %s", path)
+            reply = _failure(400, "BadRequest", f"could not process the request: {clip(str(exc), 200)}")
+            result = "error"
+        finally:
+            in_flight.dec()
+        self._metrics.observe_request(path, result, time.perf_counter() - started)
+        return reply
+
+    def refused(self, path: str, result: str) -> None:
+        if path in self._endpoints:
+            self._metrics.observe_request(path, result, 0.0)
+
+    async def _answer(self, path: str, request: Request, decide: Decide) -> tuple[Reply, str]:
+        content_type = request.content_type
+        if content_type != JSON_CONTENT_TYPE:
+            return _failure(
+                415,
+                "UnsupportedMediaType",
+                f"expected Content-Type {JSON_CONTENT_TYPE}, got {clip(content_type or 'none')}",
+            ), "unsupported_media_type"
+        body = request.body
+        try:
+            document = orjson.loads(body)
+            check_depth(document, body)
+            review = parse_review(document)
+        except (ValueError, RecursionError) as exc:
+            known = isinstance(exc, MalformedReview | TooDeep)
+            message = str(exc) if known else f"the body is not valid JSON: {exc}"
+            self._client_errors.log(
+                logger, logging.INFO, "rejected a malformed admission request on %s: %s",
+                path, clip(message, 200),
+            )  # fmt: skip
+            return _failure(400, "BadRequest", message), "bad_request"
+
+        operation = operation_label(review.operation)
+        with log_fields(
+            uid=clip(review.uid),
+            operation=clip(review.operation),
+            namespace=clip(review.namespace),
+            dry_run=review.dry_run,
+        ):
+            try:
+                decision = await decide(review)
+            except Exception as exc:
+                logger.exception("admission failed on %s", path)
+                decision = deny(
+                    "internal-error",
+                    500,
+                    f"tfgang webhook internal error: {type(exc).__name__}: {clip(str(exc), 200)}",
+                )
+            try:
+                _log_decision(path, review, decision, self._client_errors)
+            except Exception:
+                logger.exception("could not log the admission decision")
+        self._metrics.count_decision(path, operation, decision.allowed, decision.reason)
+        payload = build_response(review, decision)
+        return Reply(200, orjson.dumps(payload)), ("allowed" if decision.allowed else "denied")
 
 
 def build_app(
@@ -81,133 +164,15 @@ def build_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
     max_inflight_body_bytes: int = DEFAULT_MAX_INFLIGHT_BODY_BYTES,
-) -> web.Application:
-    app = web.Application(client_max_size=max_body_bytes)
-
+) -> AdmissionApp:
     tf_configs = TFConfigMemo(cluster_domain=settings.cluster_domain)
     patches = PatchMemo()
 
     async def decide_pod(request: AdmissionRequest) -> Decision:
         return await admit_pod(request, jobs, settings, tf_configs, patches)
 
-    intake = _Intake(max_body_bytes, body_timeout, BodyBudget(max_inflight_body_bytes), LogBudget())
-    for path, decide in ((MUTATE_PODS_PATH, decide_pod), (VALIDATE_TFJOBS_PATH, admit_tfjob)):
-        app.router.add_post(path, _endpoint(path, decide, metrics, intake))
-    return app
-
-
-def _endpoint(
-    path: str, decide: Decide, metrics: WebhookMetrics, intake: _Intake
-) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    in_flight = metrics.in_flight.labels(path)
-
-    async def handle(http_request: web.Request) -> web.StreamResponse:
-        started = time.perf_counter()
-        in_flight.inc()
-        try:
-            response, result = await _answer(path, http_request, decide, metrics, intake)
-        except Exception as exc:
-            # Last resort for a defect outside the decision: still an answer with a message.
-            logger.exception("could not answer an admission request on %s", path)
-            response, result = (
-                _failure(400, "BadRequest", f"could not process the request: {clip(str(exc), 200)}"),
-                "error",
-            )
-        finally:
-            in_flight.dec()
-        metrics.observe_request(path, result, time.perf_counter() - started)
-        return response
-
-    return handle
-
-
-async def _read_body(
-    path: str, http_request: web.Request, intake: _Intake
-) -> bytes | tuple[web.Response, str]:
-    """The body, or the answer when it cannot be had: too large, unreadable or too slow."""
-    declared = http_request.content_length
-    if declared is not None and declared > intake.max_bytes:
-        # Known before reading a byte (aiohttp would read up to the limit first).
-        response = _failure(
-            413, "RequestEntityTooLarge", f"the request body of {declared} bytes exceeds {intake.max_bytes}"
-        )
-        response.force_close()
-        return response, "too_large"
-    try:
-        if declared is not None and declared <= SMALL_BODY and http_request.content.is_eof():
-            # Already received whole (a review is a few KiB): no deadline or budget to wait for.
-            return await http_request.read()
-        async with (
-            asyncio.timeout(intake.timeout),
-            intake.bodies.reserve(intake.max_bytes if declared is None else declared),
-        ):
-            return await http_request.read()
-    except web.HTTPRequestEntityTooLarge as exc:
-        return _failure(413, "RequestEntityTooLarge", exc.text or "request body too large"), "too_large"
-    except web.RequestPayloadError as exc:
-        message = f"could not read the request body: {clip(str(exc), 200)}"
-        intake.client_errors.log(logger, logging.INFO, "%s: %s", path, message)
-        response = _failure(400, "BadRequest", message)
-        response.force_close()
-        return response, "bad_request"
-    except TimeoutError:
-        message = f"request body not received within {intake.timeout:g}s"
-        intake.client_errors.log(logger, logging.INFO, "%s: %s", path, message)
-        response = _failure(408, "Timeout", message)
-        response.force_close()  # the rest of the body is still on its way
-        return response, "timeout"
-
-
-async def _answer(
-    path: str, http_request: web.Request, decide: Decide, metrics: WebhookMetrics, intake: _Intake
-) -> tuple[web.Response, str]:
-    if http_request.content_type != JSON_CONTENT_TYPE:
-        return _failure(
-            415,
-            "UnsupportedMediaType",
-            f"expected Content-Type {JSON_CONTENT_TYPE}, got {clip(http_request.content_type or 'none')}",
-        ), "unsupported_media_type"
-    body = await _read_body(path, http_request, intake)
-    if isinstance(body, tuple):
-        return body
-    try:
-        document = orjson.loads(body)
-        check_depth(document, body)
-        review = parse_review(document)
-    except (ValueError, RecursionError) as exc:
-        message = (
-            str(exc) if isinstance(exc, MalformedReview | TooDeep) else f"the body is not valid JSON: {exc}"
-        )
-        intake.client_errors.log(
-            logger, logging.INFO, "rejected a malformed admission request on %s: %s", path, clip(message, 200)
-        )
-        return _failure(400, "BadRequest", message), "bad_request"
-
-    operation = operation_label(review.operation)
-    with log_fields(
-        uid=clip(review.uid),
-        operation=clip(review.operation),
-        namespace=clip(review.namespace),
-        dry_run=review.dry_run,
-    ):
-        try:
-            decision = await decide(review)
-        except Exception as exc:
-            logger.exception("admission failed on %s", path)
-            decision = deny(
-                "internal-error",
-                500,
-                f"tfgang webhook internal error: {type(exc).__name__}: {clip(str(exc), 200)}",
-            )
-        try:
-            _log_decision(path, review, decision, intake.client_errors)
-        except Exception:
-            logger.exception("could not log the admission decision")
-    metrics.count_decision(path, operation, decision.allowed, decision.reason)
-    payload = build_response(review, decision)
-    return web.Response(body=_dumps(payload), content_type=JSON_CONTENT_TYPE), (
-        "allowed" if decision.allowed else "denied"
-    )
+    intake = Intake(max_body_bytes, body_timeout, BodyBudget(max_inflight_body_bytes))
+    return AdmissionApp({MUTATE_PODS_PATH: decide_pod, VALIDATE_TFJOBS_PATH: admit_tfjob}, metrics, intake)
 
 
 def _log_decision(path: str, review: AdmissionRequest, decision: Decision, client_errors: LogBudget) -> None:
@@ -231,9 +196,5 @@ def _log_decision(path: str, review: AdmissionRequest, decision: Decision, clien
         logger.log(level, "%s %s %s: %s", *arguments, extra=extra)
 
 
-def _failure(code: int, reason: str, message: str) -> web.Response:
-    return web.Response(status=code, body=status_body(code, reason, message), content_type=JSON_CONTENT_TYPE)
-
-
-def _dumps(document: Any) -> bytes:
-    return orjson.dumps(document)
+def _failure(code: int, reason: str, message: str) -> Reply:
+    return Reply(code, status_body(code, reason, message))

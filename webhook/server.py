@@ -1,7 +1,7 @@
-"""Serving an aiohttp application over TLS with a context that ``CertificateReloader`` refreshes.
+"""Serving the admission application over TLS with a context that ``CertificateReloader`` refreshes.
 
-The server runs its own accept loop instead of aiohttp's ``TCPSite``, for what neither aiohttp nor
-asyncio's ``create_server`` offers:
+Each connection is an ``http11.HttpProtocol``. The server runs its own accept loop, for what
+asyncio's ``create_server`` does not offer:
 - a cap on concurrent connections (TLS handshakes included): at the cap the loop stops accepting,
   so further clients wait in the kernel's backlog instead of being dropped, and are served as soon
   as a slot frees (slow and idle connections are closed by the deadlines in ``connections``);
@@ -19,11 +19,10 @@ import logging
 import socket
 import ssl
 from collections.abc import Callable
-from typing import Any
 
-from aiohttp import web
-
-from webhook.connections import ConnectionLimits, GuardedRequestHandler
+from webhook.app import AdmissionApp
+from webhook.connections import ConnectionLimits
+from webhook.http11 import HttpProtocol, Intake
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +40,7 @@ LISTEN_BACKLOG = 1024
 class HttpsServer:
     def __init__(
         self,
-        app: web.Application,
+        app: AdmissionApp,
         ssl_context: ssl.SSLContext,
         *,
         host: str = "0.0.0.0",
@@ -55,7 +54,7 @@ class HttpsServer:
         self._port = port
         self._shutdown_timeout = shutdown_timeout
         self._limits = limits or ConnectionLimits()
-        self._runner: web.AppRunner | None = None
+        self._protocols: set[HttpProtocol] = set()
         self._socket: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._connecting: set[asyncio.Task[None]] = set()
@@ -69,18 +68,7 @@ class HttpsServer:
         return self._bound_port
 
     async def start(self) -> None:
-        # No access log: it would cost more than the admission itself; decisions are logged instead.
-        runner = web.AppRunner(
-            self._app, access_log=None, handle_signals=False, shutdown_timeout=self._shutdown_timeout
-        )
-        await runner.setup()
-        self._runner = runner
-        try:
-            self._socket = _listen(self._host, self._port)
-        except OSError:
-            await runner.cleanup()
-            self._runner = None
-            raise
+        self._socket = _listen(self._host, self._port)
         self._bound_port = int(self._socket.getsockname()[1])
         self._accepting = asyncio.create_task(self._accept(self._socket))
         logger.info("admission webhook listening on https://%s:%s", self._host, self._bound_port)
@@ -98,10 +86,13 @@ class HttpsServer:
         if self._socket is not None:
             self._socket.close()
             self._socket = None
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-            self._bound_port = None
+        # Answers being made are given the shutdown timeout to go out; then every connection closes.
+        serving = [p.serving for p in self._protocols if p.serving is not None]
+        if serving:
+            await asyncio.wait(serving, timeout=self._shutdown_timeout)
+        for protocol in list(self._protocols):
+            protocol.close()
+        self._bound_port = None
 
     async def _accept(self, listening: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -141,10 +132,8 @@ class HttpsServer:
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if await _refused_old_tls(connection, self._limits.handshake_timeout):
                 return
-            assert self._runner is not None and self._runner.server is not None
-            server = self._runner.server
             await loop.connect_accepted_socket(
-                lambda: self._handler(server, release),
+                lambda: self._protocol(release),
                 connection,
                 ssl=self._ssl_context,
                 ssl_handshake_timeout=self._limits.handshake_timeout,
@@ -157,19 +146,25 @@ class HttpsServer:
                 connection.close()
                 release()
 
-    def _handler(self, server: Any, on_close: Callable[[], None]) -> GuardedRequestHandler:
+    def _protocol(self, release: Callable[[], None]) -> HttpProtocol:
         limits = self._limits
-        return GuardedRequestHandler(
-            server,
-            loop=asyncio.get_running_loop(),
+        intake = Intake(
+            idle_timeout=limits.idle_timeout,
             header_timeout=limits.header_timeout,
-            on_close=on_close,
-            keepalive_timeout=limits.idle_timeout,
-            max_line_size=limits.max_header_bytes,
-            max_field_size=limits.max_header_bytes,
+            body_timeout=self._app.intake.body_timeout,
+            max_header_bytes=limits.max_header_bytes,
             max_headers=limits.max_headers,
-            access_log=None,
+            max_body_bytes=self._app.intake.max_body_bytes,
         )
+        protocol: HttpProtocol
+
+        def closed() -> None:
+            self._protocols.discard(protocol)
+            release()
+
+        protocol = HttpProtocol(self._app, intake, self._app.intake.bodies, on_close=closed)
+        self._protocols.add(protocol)
+        return protocol
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -1,6 +1,6 @@
 """The serving SSLContext, reloaded in place when the certificate files change.
 
-aiohttp's site keeps the one ``ssl.SSLContext`` it was given; calling ``load_cert_chain`` on it
+The server keeps the one ``ssl.SSLContext`` it was given; calling ``load_cert_chain`` on it
 again makes every NEW handshake present the new certificate, while connections already
 established keep theirs, so no request in flight fails and nothing restarts.
 
