@@ -80,6 +80,8 @@ class AdmissionApp:
         self.intake = intake
         self._endpoints = endpoints
         self._metrics = metrics
+        # labels() takes a lock and builds a tuple: the gauges are looked up once, not per request.
+        self._in_flight = {path: metrics.in_flight.labels(path) for path in endpoints}
         self._client_errors = LogBudget()
 
     async def respond(self, request: Request) -> Reply:
@@ -91,7 +93,7 @@ class AdmissionApp:
             reply = _failure(405, "MethodNotAllowed", f"{clip(request.method)} is not allowed; use POST")
             return Reply(reply.status, reply.body, headers=(("Allow", "POST"),))
         started = time.perf_counter()
-        in_flight = self._metrics.in_flight.labels(path)
+        in_flight = self._in_flight[path]
         in_flight.inc()
         try:
             reply, result = await self._answer(path, request, decide)

@@ -12,10 +12,11 @@ failure to read it raises ``JobLookupFailed``, which the webhook turns into a re
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from typing import Any, Protocol, cast
+
+import orjson
 
 from kube.api import KubeApi
 from kube.errors import ApiError, NotFound
@@ -48,10 +49,10 @@ class _Shapes:
 
     def __init__(self, capacity: int = 4096) -> None:
         self._capacity = capacity
-        self._shared: dict[str, Any] = {}
+        self._shared: dict[bytes, Any] = {}
 
     def share(self, value: Any) -> Any:
-        key = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
         shared = self._shared.get(key)
         if shared is None:
             if len(self._shared) >= self._capacity:
