@@ -9,12 +9,11 @@ path, carrying the CA bundle of the certificate ``tfgang-certs issue`` made.
 from __future__ import annotations
 
 import base64
-from typing import Any, Final
+from typing import Final
 
 from kubeobjects.meta import mapping
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.chart import render_chart
-
-JsonObj = dict[str, Any]
 
 OPERATOR_NAMESPACE: Final = "tfgang"
 """The chart's default release namespace; the namespaceSelector keeps it out of admission."""

@@ -17,21 +17,20 @@ import ssl
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 import jsonpatch
 
+from sandbox.apiserver import errors
 from sandbox.apiserver.auth import UserInfo
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import Registry, ResourceInfo, StorageKey
 from sandbox.apiserver.selectors import match_label_selector_object
-from sandbox.apiserver.status import ApiError, bad_request, internal_error
 from sandbox.apiserver.storage import Storage
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 
 MUTATING = StorageKey("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
 VALIDATING = StorageKey("admissionregistration.k8s.io", "validatingwebhookconfigurations")
@@ -62,7 +61,7 @@ class WebhookCallError(Exception):
     pass
 
 
-def denial(webhook_name: str, status: JsonObj) -> ApiError:
+def denial(webhook_name: str, status: JsonObj) -> errors.ApiError:
     """kube-apiserver's rejection: the webhook's code (at least 400), reason and details, words prefixed."""
     denied_by = f'admission webhook "{webhook_name}" denied the request'
     message, reason = str(status.get("message") or ""), str(status.get("reason") or "")
@@ -73,7 +72,7 @@ def denial(webhook_name: str, status: JsonObj) -> ApiError:
     else:
         text = f"{denied_by} without explanation"
     code = int(status.get("code") or 0)
-    return ApiError(code if code >= 400 else 400, reason, text, status.get("details"))
+    return errors.ApiError(code if code >= 400 else 400, reason, text, status.get("details"))
 
 
 def _rule_matches(rule: JsonObj, attrs: AdmissionAttributes, group: str, version: str) -> bool:
@@ -286,7 +285,7 @@ class Admission:
         """Call one webhook; return the (possibly patched) object, or raise the admission error."""
         name = str(webhook.get("name", ""))
         if attrs.dry_run and webhook.get("sideEffects") not in ("None", "NoneOnDryRun"):
-            raise bad_request(f'admission webhook "{name}" does not support dry run')
+            raise errors.bad_request(f'admission webhook "{name}" does not support dry run')
         review = self._review(attrs, obj, old)
         for listener in self.on_call:
             listener(name, review)
@@ -296,22 +295,26 @@ class Admission:
             if webhook.get("failurePolicy", "Fail") == "Ignore":
                 logger.warning('failed calling webhook "%s": %s (failurePolicy Ignore)', name, exc)
                 return obj
-            raise internal_error(f'failed calling webhook "{name}": {exc}') from exc
+            raise errors.internal_error(f'failed calling webhook "{name}": {exc}') from exc
         warnings.extend(str(w) for w in result.get("warnings") or [])
         if not result.get("allowed"):
             raise denial(name, result.get("status") or {})
         if mutating and result.get("patch") and obj is not None:
             if result.get("patchType", "JSONPatch") != "JSONPatch":
-                raise internal_error(
+                raise errors.internal_error(
                     f'failed calling webhook "{name}": unsupported patch type "{result.get("patchType")}"'
                 )
             try:
                 operations = json.loads(base64.b64decode(result["patch"]))
                 patched = jsonpatch.apply_patch(obj, operations)
             except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-                raise internal_error(f'failed calling webhook "{name}": JSON patch error: {exc}') from exc
+                raise errors.internal_error(
+                    f'failed calling webhook "{name}": JSON patch error: {exc}'
+                ) from exc
             if not isinstance(patched, dict):
-                raise internal_error(f'failed calling webhook "{name}": the patch did not produce an object')
+                raise errors.internal_error(
+                    f'failed calling webhook "{name}": the patch did not produce an object'
+                )
             return patched
         return obj
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-JsonObj = dict[str, Any]
+from sandbox.apiserver.jsonobj import JsonObj
 
 # events.k8s.io/v1 field -> core/v1 field
 _RENAMES = {

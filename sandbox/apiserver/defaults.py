@@ -7,9 +7,7 @@ pods before any webhook sees them: the service account name, the two default tol
 
 from __future__ import annotations
 
-from typing import Any
-
-JsonObj = dict[str, Any]
+from sandbox.apiserver.jsonobj import JsonObj
 
 DEFAULT_TOLERATIONS: tuple[JsonObj, ...] = (
     {

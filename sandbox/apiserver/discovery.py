@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import Registry, ResourceInfo
-
-JsonObj = dict[str, Any]
 
 KUBERNETES_VERSION = {"major": "1", "minor": "37", "gitVersion": "v1.37.1-tfgang-sandbox"}
 

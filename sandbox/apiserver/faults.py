@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypedDict
 
-from sandbox.apiserver.status import ApiError, bad_request, internal_error
+from sandbox.apiserver import errors
 
 FAULT_CODES: Final = (429, 500, 503)
 MAX_LATENCY: Final = 10.0
@@ -70,15 +70,17 @@ class ErrorRule:
         if not 0 <= self.retry_after <= MAX_RETRY_AFTER:
             raise ValueError(f"retryAfterSeconds must be within 0..{MAX_RETRY_AFTER}")
 
-    def error(self) -> ApiError:
+    def error(self) -> errors.ApiError:
         if self.code == 429:
             message = "the server has received too many requests and has asked us to try again later"
             details = {"retryAfterSeconds": self.retry_after}
             headers = {"Retry-After": str(self.retry_after)}
-            return ApiError(429, "TooManyRequests", message, details, headers)
+            return errors.ApiError(429, "TooManyRequests", message, details, headers)
         if self.code == 503:
-            return ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request")
-        return internal_error("injected fault")
+            return errors.ApiError(
+                503, "ServiceUnavailable", "the server is currently unable to handle the request"
+            )
+        return errors.internal_error("injected fault")
 
     def wire(self) -> ErrorsWire:
         return {"fraction": self.fraction, "code": self.code, "retryAfterSeconds": self.retry_after}
@@ -108,7 +110,7 @@ class Faults:
     def clear(self) -> None:
         self.standing = StandingFaults()
 
-    def gate(self, path: str) -> tuple[float, ApiError | None]:
+    def gate(self, path: str) -> tuple[float, errors.ApiError | None]:
         """For one request: seconds to delay it, and the error to answer instead (or None)."""
         if path.startswith(EXEMPT_PREFIX):
             return 0.0, None
@@ -123,9 +125,9 @@ class Faults:
         return delay, None
 
     def wire(self, now: float) -> dict[str, Any]:
-        errors = self.standing.errors
+        rule = self.standing.errors
         return {
-            "errors": errors.wire() if errors is not None else None,
+            "errors": rule.wire() if rule is not None else None,
             "latencySeconds": self.standing.latency,
             "outageRemainingSeconds": round(max(0.0, self.outage_until - now), 3),
             "injected": dict(sorted(self.injected.items())),
@@ -144,14 +146,14 @@ class ParsedRequest:
 def _number(body: Mapping[str, Any], key: str, limit: float) -> float:
     value = body.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= limit:
-        raise bad_request(f"{key} must be a number within 0..{limit:g}")
+        raise errors.bad_request(f"{key} must be a number within 0..{limit:g}")
     return float(value)
 
 
 def _flag(body: Mapping[str, Any], key: str) -> bool:
     value = body.get(key, False)
     if not isinstance(value, bool):
-        raise bad_request(f"{key} must be true or false")
+        raise errors.bad_request(f"{key} must be true or false")
     return value
 
 
@@ -159,36 +161,36 @@ def _errors(value: Any) -> ErrorRule | None:
     if value is None:
         return None
     if not isinstance(value, Mapping) or set(value) - {"fraction", "code", "retryAfterSeconds"}:
-        raise bad_request("errors must be an object with fraction, code and retryAfterSeconds")
+        raise errors.bad_request("errors must be an object with fraction, code and retryAfterSeconds")
     fraction = value.get("fraction", 0)
     code = value.get("code", 429)
     retry_after = value.get("retryAfterSeconds", 1)
     if isinstance(fraction, bool) or not isinstance(fraction, int | float):
-        raise bad_request("errors.fraction must be a number")
+        raise errors.bad_request("errors.fraction must be a number")
     if isinstance(code, bool) or not isinstance(code, int):
-        raise bad_request("errors.code must be an integer")
+        raise errors.bad_request("errors.code must be an integer")
     if isinstance(retry_after, bool) or not isinstance(retry_after, int):
-        raise bad_request("errors.retryAfterSeconds must be an integer")
+        raise errors.bad_request("errors.retryAfterSeconds must be an integer")
     try:
         return ErrorRule(float(fraction), code, retry_after)
     except ValueError as error:
-        raise bad_request(str(error)) from error
+        raise errors.bad_request(str(error)) from error
 
 
 def parse_request(body: Any, current: StandingFaults) -> ParsedRequest:
     """Check a ``FaultRequest``; raises a 400 ``ApiError`` naming the first bad field."""
     if not isinstance(body, Mapping):
-        raise bad_request("the fault request must be a JSON object")
+        raise errors.bad_request("the fault request must be a JSON object")
     unknown = set(body) - set(FaultRequest.__annotations__)
     if unknown:
-        raise bad_request(f"unknown fault fields: {', '.join(sorted(map(str, unknown)))[:200]}")
+        raise errors.bad_request(f"unknown fault fields: {', '.join(sorted(map(str, unknown)))[:200]}")
     standing: StandingFaults | None = None
     if "errors" in body or "latencySeconds" in body:
-        errors = _errors(body["errors"]) if "errors" in body else current.errors
+        rule = _errors(body["errors"]) if "errors" in body else current.errors
         latency = current.latency
         if "latencySeconds" in body:
             latency = _number(body, "latencySeconds", MAX_LATENCY)
-        standing = StandingFaults(errors, latency)
+        standing = StandingFaults(rule, latency)
     return ParsedRequest(
         standing,
         _number(body, "outageSeconds", MAX_OUTAGE),

@@ -15,17 +15,16 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.apiserver import objects
+from sandbox.apiserver import errors, objects
 from sandbox.apiserver.auth import UserInfo
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.operations import RequestContext, admission_attributes, update
 from sandbox.apiserver.registry import ResourceInfo, StorageKey
 from sandbox.apiserver.state import ApiState, timestamp
-from sandbox.apiserver.status import ApiError, bad_request, conflict, forbidden, not_found, success_body
 from sandbox.apiserver.storage import ObjectRef, StoredEvent
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
@@ -63,7 +62,7 @@ def parse_delete_options(body: Any, query: dict[str, str]) -> DeleteOptions:
     if propagation is None and orphan is not None:
         propagation = "Orphan" if str(orphan).lower() == "true" else "Background"
     if propagation not in (None, "Foreground", "Background", "Orphan"):
-        raise bad_request(
+        raise errors.bad_request(
             f'propagationPolicy: Unsupported value: "{propagation}": supported values: '
             '"Foreground", "Background", "Orphan"'
         )
@@ -71,7 +70,7 @@ def parse_delete_options(body: Any, query: dict[str, str]) -> DeleteOptions:
     try:
         grace_value = int(grace) if grace is not None else None
     except (TypeError, ValueError) as exc:
-        raise bad_request(f"invalid gracePeriodSeconds: {grace}") from exc
+        raise errors.bad_request(f"invalid gracePeriodSeconds: {grace}") from exc
     return DeleteOptions(
         grace_value, propagation, preconditions.get("uid"), preconditions.get("resourceVersion")
     )
@@ -119,10 +118,10 @@ class Deleter:
         storage = self.state.storage
         existing = storage.get(info.storage_key, namespace, name)
         if existing is None:
-            raise not_found(info.resource, info.group, name)
+            raise errors.not_found(info.resource, info.group, name)
         meta = existing.get("metadata") or {}
         if options.precondition_uid and options.precondition_uid != meta.get("uid"):
-            raise conflict(
+            raise errors.conflict(
                 info.resource,
                 info.group,
                 name,
@@ -132,7 +131,7 @@ class Deleter:
         if options.precondition_resource_version and options.precondition_resource_version != meta.get(
             "resourceVersion"
         ):
-            raise conflict(
+            raise errors.conflict(
                 info.resource,
                 info.group,
                 name,
@@ -141,7 +140,7 @@ class Deleter:
                 f"{meta.get('resourceVersion')}",
             )
         if info.storage_key == NAMESPACES and name in PROTECTED_NAMESPACES:
-            raise forbidden("namespaces", "", name, "this namespace may not be deleted")
+            raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
         attrs = admission_attributes(info, "", namespace, name, "DELETE", ctx, "DeleteOptions")
         served_old = objects.served(info, existing)
         await self.state.admission.mutate(attrs, None, served_old, ctx.warnings)
@@ -150,7 +149,7 @@ class Deleter:
             return served_old
         existing = storage.get(info.storage_key, namespace, name)
         if existing is None:
-            raise not_found(info.resource, info.group, name)
+            raise errors.not_found(info.resource, info.group, name)
         if info.storage_key == NAMESPACES:
             return self._start_namespace_deletion(info, existing)
         return self._delete_now_or_mark(info, existing, options)
@@ -207,7 +206,7 @@ class Deleter:
         }
         if not info.group:
             del details["group"]
-        return success_body(details)
+        return errors.success_body(details)
 
     def _orphan(self, owner_uid: str, dependents: list[ObjectRef]) -> None:
         for ref in dependents:
@@ -290,7 +289,7 @@ class Deleter:
                 DeleteOptions(propagation=propagation, precondition_uid=meta.get("uid")),
                 ctx,
             )
-        except ApiError as error:
+        except errors.ApiError as error:
             if error.code not in (404, 409):
                 logger.warning(
                     "garbage collector could not delete %s %s: %s", info.resource, meta.get("name"), error
@@ -356,5 +355,5 @@ class Deleter:
                 objects.served(info, released),
                 RequestContext(GC_USER),
             )
-        except ApiError as error:
+        except errors.ApiError as error:
             logger.debug("could not release foreground owner %s: %s", ref.name, error)

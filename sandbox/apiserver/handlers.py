@@ -11,26 +11,19 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from sandbox.apiserver import discovery, operations, protobuf, rbac, selectors, tables
+from sandbox.apiserver import discovery, errors, operations, protobuf, rbac, selectors, tables
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.gc import Deleter, parse_delete_options
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.operations import RequestContext
 from sandbox.apiserver.podsubresources import bind_pod, pod_log
 from sandbox.apiserver.registry import ResourceInfo, StorageKey
 from sandbox.apiserver.requestlog import RequestRecord, kubernetes_verb
 from sandbox.apiserver.state import ApiState
-from sandbox.apiserver.status import (
-    ApiError,
-    bad_request,
-    method_not_allowed,
-    page_not_found,
-    unsupported_media_type,
-)
 from sandbox.apiserver.watching import DEFAULT_WATCH_TIMEOUT, WatchRequest, WatchStream
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 
 PODS = StorageKey("", "pods")
 NODES = StorageKey("", "nodes")
@@ -119,7 +112,7 @@ def json_response(
     return response
 
 
-def error_response(error: ApiError, warnings: list[str] | None = None) -> web.Response:
+def error_response(error: errors.ApiError, warnings: list[str] | None = None) -> web.Response:
     response = json_response(error.body(), error.code, warnings)
     for key, value in error.headers.items():
         response.headers[key] = value
@@ -162,12 +155,12 @@ class RestHandler:
         if len(segments) == 2 and segments[0] == "apis":
             group = discovery.api_group(registry, segments[1])
             if group is None:
-                raise page_not_found()
+                raise errors.page_not_found()
             return json_response(group)
         if len(segments) == 3 and segments[0] == "apis":
             resources = discovery.api_resource_list(registry, segments[1], segments[2])
             if resources is None:
-                raise page_not_found()
+                raise errors.page_not_found()
             return json_response(resources)
         return None
 
@@ -176,33 +169,33 @@ class RestHandler:
         found = self.discovery(request)
         if found is not None:
             if request.method != "GET":
-                raise method_not_allowed()
+                raise errors.method_not_allowed()
             return found
         path = parse_path(request.path)
         if path is None:
-            raise page_not_found()
+            raise errors.page_not_found()
         info = self.state.registry.lookup(path.group, path.version, path.resource)
         if info is None:
-            raise page_not_found()
+            raise errors.page_not_found()
         if info.namespaced and path.namespace is None and path.name:
-            raise page_not_found()
+            raise errors.page_not_found()
         if not info.namespaced and path.namespace is not None:
-            raise page_not_found()
+            raise errors.page_not_found()
         if info.namespaced and path.namespace is None and request.method not in ("GET", "DELETE"):
-            raise method_not_allowed()
+            raise errors.method_not_allowed()
         if path.subresource and path.subresource not in info.subresources:
-            raise page_not_found()
+            raise errors.page_not_found()
         namespace = path.namespace or ""
         ctx = self._context(request)
         method = request.method
         self._authorize(request, info, path)
         if path.subresource == "log":
             if method != "GET":
-                raise method_not_allowed()
+                raise errors.method_not_allowed()
             return await pod_log(self.state, request, namespace, path.name)
         if path.subresource == "binding":
             if method != "POST":
-                raise method_not_allowed()
+                raise errors.method_not_allowed()
             bound = bind_pod(self.state, namespace, path.name, await self._json_body(request), ctx.dry_run)
             return json_response(bound, 201)
         if method == "GET":
@@ -216,13 +209,13 @@ class RestHandler:
             return self._list(request, info, path.namespace)
         if method == "POST":
             if path.name:
-                raise method_not_allowed()
+                raise errors.method_not_allowed()
             body = await self._json_body(request)
             created = await operations.create(self.state, info, namespace, body, ctx)
             return json_response(created, 201, ctx.warnings)
         if method == "PUT":
             if not path.name:
-                raise method_not_allowed()
+                raise errors.method_not_allowed()
             body = await self._json_body(request)
             updated, was_created = await operations.update(
                 self.state, info, namespace, path.name, path.subresource, body, ctx
@@ -230,7 +223,7 @@ class RestHandler:
             return json_response(updated, 201 if was_created else 200, ctx.warnings)
         if method == "PATCH":
             if not path.name:
-                raise method_not_allowed()
+                raise errors.method_not_allowed()
             raw = await request.read()
             patched, was_created = await operations.patch(
                 self.state,
@@ -245,14 +238,14 @@ class RestHandler:
             return json_response(patched, 201 if was_created else 200, ctx.warnings)
         if method == "DELETE":
             if path.subresource:
-                raise method_not_allowed()
+                raise errors.method_not_allowed()
             body = await self._optional_json_body(request)
             options = parse_delete_options(body, dict(request.query))
             if path.name:
                 deleted = await self.deleter.delete(info, namespace, path.name, options, ctx)
                 return json_response(deleted, 200, ctx.warnings)
             return await self._delete_collection(request, info, path.namespace, options, ctx)
-        raise method_not_allowed()
+        raise errors.method_not_allowed()
 
     def _authorize(self, request: web.Request, info: ResourceInfo, path: ResourcePath) -> None:
         authorizer = self.state.authorizer
@@ -275,10 +268,10 @@ class RestHandler:
         dry_run = request.query.getall("dryRun", [])
         for value in dry_run:
             if value != "All":
-                raise bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+                raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
         validation = request.query.get("fieldValidation", "Warn") or "Warn"
         if validation not in ("Ignore", "Warn", "Strict"):
-            raise bad_request(f"fieldValidation parameter unsupported: {validation}")
+            raise errors.bad_request(f"fieldValidation parameter unsupported: {validation}")
         return RequestContext(
             request.get(USER_KEY, ANONYMOUS), bool(dry_run), validation, request.query.get("fieldManager", "")
         )
@@ -289,14 +282,14 @@ class RestHandler:
             return protobuf.decode_body(await request.read())
         if content_type not in ("application/json", "application/yaml", ""):
             # kube-apiserver also takes CBOR; the sandbox speaks JSON, YAML and the protobuf of a few kinds.
-            raise unsupported_media_type(["application/json", "application/yaml"])
+            raise errors.unsupported_media_type(["application/json", "application/yaml"])
         raw = await request.read()
         try:
             if content_type == "application/yaml":
                 return yaml.safe_load(raw.decode())
             return json.loads(raw or b"null")
         except (ValueError, yaml.YAMLError) as exc:
-            raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+            raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
 
     async def _optional_json_body(self, request: web.Request) -> Any:
         raw = await request.read()
@@ -305,7 +298,7 @@ class RestHandler:
         try:
             return json.loads(raw)
         except ValueError as exc:
-            raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+            raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
 
     # --- reads -----------------------------------------------------------------------------------
     def _respond_object(self, request: web.Request, info: ResourceInfo, obj: JsonObj) -> web.Response:
@@ -335,7 +328,7 @@ class RestHandler:
         try:
             limit = int(request.query.get("limit", "0") or 0)
         except ValueError as exc:
-            raise bad_request(f"invalid limit: {request.query.get('limit')}") from exc
+            raise errors.bad_request(f"invalid limit: {request.query.get('limit')}") from exc
         result = operations.list_objects(
             self.state, info, namespace, self._filter(request, info), limit, request.query.get("continue", "")
         )
@@ -381,7 +374,7 @@ class RestHandler:
                 request.query.get("timeoutSeconds", DEFAULT_WATCH_TIMEOUT) or DEFAULT_WATCH_TIMEOUT
             )
         except ValueError as exc:
-            raise bad_request("invalid timeoutSeconds") from exc
+            raise errors.bad_request("invalid timeoutSeconds") from exc
         watch_request = WatchRequest(
             info=info,
             namespace=path.namespace,
@@ -427,7 +420,7 @@ class RestHandler:
                         info, str(meta.get("namespace") or ""), str(meta["name"]), options, ctx
                     )
                 )
-            except ApiError as error:
+            except errors.ApiError as error:
                 if error.code != 404:
                     raise
         return json_response(

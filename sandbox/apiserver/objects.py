@@ -7,12 +7,10 @@ import json
 import secrets
 from typing import Any
 
-from sandbox.apiserver import conversion, defaults, validation
+from sandbox.apiserver import conversion, defaults, errors, validation
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import ResourceInfo, StorageKey
 from sandbox.apiserver.state import ApiState, timestamp
-from sandbox.apiserver.status import Cause, forbidden
-
-JsonObj = dict[str, Any]
 
 PRIORITY_CLASSES = StorageKey("scheduling.k8s.io", "priorityclasses")
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -54,7 +52,9 @@ def _pod_priority(state: ApiState, pod: JsonObj) -> tuple[int, str]:
             name = (pod.get("metadata") or {}).get("name") or (pod.get("metadata") or {}).get(
                 "generateName", ""
             )
-            raise forbidden("pods", "", str(name), f"no PriorityClass with name {class_name} was found")
+            raise errors.forbidden(
+                "pods", "", str(name), f"no PriorityClass with name {class_name} was found"
+            )
         return int(found.get("value", 0)), str(found.get("preemptionPolicy", "PreemptLowerPriority"))
     for priority_class in state.storage.list_in(PRIORITY_CLASSES, None):
         if priority_class.get("globalDefault"):
@@ -236,9 +236,9 @@ def _bump_generation(info: ResourceInfo, new: JsonObj, old: JsonObj) -> None:
     new["metadata"]["generation"] = generation + 1 if changed else generation
 
 
-def validate(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> list[Cause]:
+def validate(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> list[errors.Cause]:
     meta = obj.get("metadata") or {}
-    causes: list[Cause] = []
+    causes: list[errors.Cause] = []
     if old is None:
         causes += validation.validate_object_name(
             info.storage_key.resource, str(meta.get("name") or ""), str(meta.get("generateName") or "")
@@ -261,13 +261,13 @@ def validate(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> list[Caus
     return causes
 
 
-def _validate_webhooks(configuration: JsonObj) -> list[Cause]:
+def _validate_webhooks(configuration: JsonObj) -> list[errors.Cause]:
     causes = []
     for index, webhook in enumerate(configuration.get("webhooks") or []):
         path = f"webhooks[{index}]"
         if webhook.get("sideEffects") not in ("None", "NoneOnDryRun"):
             causes.append(
-                Cause(
+                errors.Cause(
                     "FieldValueRequired" if not webhook.get("sideEffects") else "FieldValueNotSupported",
                     "Required value: must specify one of None, NoneOnDryRun"
                     if not webhook.get("sideEffects")
@@ -278,7 +278,7 @@ def _validate_webhooks(configuration: JsonObj) -> list[Cause]:
             )
         if not webhook.get("admissionReviewVersions"):
             causes.append(
-                Cause(
+                errors.Cause(
                     "FieldValueRequired",
                     "Required value: must specify one of v1, v1beta1",
                     f"{path}.admissionReviewVersions",
@@ -287,7 +287,7 @@ def _validate_webhooks(configuration: JsonObj) -> list[Cause]:
         client_config = webhook.get("clientConfig") or {}
         if not client_config.get("url") and not client_config.get("service"):
             causes.append(
-                Cause(
+                errors.Cause(
                     "FieldValueRequired",
                     "Required value: exactly one of url or service is required",
                     f"{path}.clientConfig",
@@ -296,14 +296,14 @@ def _validate_webhooks(configuration: JsonObj) -> list[Cause]:
     return causes
 
 
-def _validate_crd(crd: JsonObj) -> list[Cause]:
+def _validate_crd(crd: JsonObj) -> list[errors.Cause]:
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     expected = f"{names.get('plural', '')}.{spec.get('group', '')}"
     name = (crd.get("metadata") or {}).get("name", "")
     if name != expected:
         return [
-            Cause(
+            errors.Cause(
                 "FieldValueInvalid",
                 f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
                 "metadata.name",

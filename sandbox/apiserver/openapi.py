@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
 from aiohttp import web
 
+from sandbox.apiserver import errors
 from sandbox.apiserver.handlers import json_response
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import ResourceInfo
 from sandbox.apiserver.state import ApiState
-from sandbox.apiserver.status import page_not_found
-
-JsonObj = dict[str, Any]
 
 _QUERY_PARAMETERS = ("dryRun", "fieldManager", "fieldValidation", "force")
 
@@ -111,7 +109,7 @@ def add_routes(app: web.Application, state: ApiState) -> None:
         else:
             document = None
         if document is None:
-            raise page_not_found()
+            raise errors.page_not_found()
         return json_response(document)
 
     async def v2(request: web.Request) -> web.StreamResponse:

@@ -15,28 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.apiserver import conversion, defaults, objects, shapes
+from sandbox.apiserver import conversion, defaults, errors, objects, shapes
 from sandbox.apiserver.admission import AdmissionAttributes
 from sandbox.apiserver.auth import UserInfo
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.patch import PatchType, apply_patch, decode_patch, patch_type_of
 from sandbox.apiserver.registry import ResourceInfo, StorageKey
 from sandbox.apiserver.state import ApiState, timestamp
-from sandbox.apiserver.status import (
-    OBJECT_MODIFIED,
-    ApiError,
-    Cause,
-    already_exists,
-    bad_request,
-    conflict,
-    forbidden,
-    gone,
-    invalid,
-    not_found,
-)
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 
 NAMESPACES = StorageKey("", "namespaces")
 CRDS = StorageKey("apiextensions.k8s.io", "customresourcedefinitions")
@@ -74,7 +62,7 @@ def _report_unknown(unknown: list[str], ctx: RequestContext) -> None:
         return
     if ctx.field_validation == "Strict":
         text = ", ".join(f'unknown field "{path}"' for path in unknown)
-        raise bad_request(f"strict decoding error: {text}")
+        raise errors.bad_request(f"strict decoding error: {text}")
     if ctx.field_validation == "Warn":
         ctx.warnings.extend(f'unknown field "{path}"' for path in unknown)
 
@@ -83,7 +71,7 @@ def _check_kind(info: ResourceInfo, body: JsonObj) -> None:
     kind = body.get("kind")
     api_version = body.get("apiVersion")
     if kind and kind != info.kind:
-        raise bad_request(
+        raise errors.bad_request(
             f"the API version in the data ({api_version}) does not match the expected API version "
             f"({info.api_version})"
             if api_version != info.api_version
@@ -91,15 +79,15 @@ def _check_kind(info: ResourceInfo, body: JsonObj) -> None:
         )
 
 
-def _raise_invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> None:
+def _raise_invalid(info: ResourceInfo, name: str, causes: list[errors.Cause]) -> None:
     if causes:
-        raise invalid(info.kind, info.group, name, causes)
+        raise errors.invalid(info.kind, info.group, name, causes)
 
 
 def _decode_storage(info: ResourceInfo, body: Any, private: bool = False) -> JsonObj:
     """The request body as a stored object; ``private`` bodies are already this request's own copy."""
     if not isinstance(body, dict):
-        raise bad_request("the body of the request must be a JSON object")
+        raise errors.bad_request("the body of the request must be a JSON object")
     _check_kind(info, body)
     stored = conversion.to_storage(info.group, info.resource, body if private else objects.clone(body))
     stored["apiVersion"] = info.api_version if info.storage is None else "v1"
@@ -114,9 +102,9 @@ def require_namespace(state: ApiState, info: ResourceInfo, namespace: str, creat
         return
     found = state.storage.get(NAMESPACES, "", namespace)
     if found is None:
-        raise not_found("namespaces", "", namespace)
+        raise errors.not_found("namespaces", "", namespace)
     if creating and (found.get("metadata") or {}).get("deletionTimestamp"):
-        raise forbidden(
+        raise errors.forbidden(
             info.resource,
             info.group,
             "",
@@ -131,7 +119,7 @@ async def create(
     meta = obj.setdefault("metadata", {})
     if info.namespaced:
         if meta.get("namespace") and meta["namespace"] != namespace:
-            raise bad_request(
+            raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
         meta["namespace"] = namespace
@@ -171,7 +159,7 @@ async def create(
     _raise_invalid(info, name, objects.validate(info, obj, None))
     await state.admission.validate(attrs, objects.served(info, obj), None, ctx.warnings)
     if state.storage.get(info.storage_key, namespace if info.namespaced else "", name) is not None:
-        raise already_exists(info.resource, info.group, name)
+        raise errors.already_exists(info.resource, info.group, name)
     if ctx.dry_run:
         return objects.served(info, obj)
     stored = state.storage.put(info.storage_key, obj, "ADDED")
@@ -206,7 +194,7 @@ def _after_write(state: ApiState, info: ResourceInfo, obj: JsonObj) -> None:
 def get(state: ApiState, info: ResourceInfo, namespace: str, name: str) -> JsonObj:
     found = state.storage.get(info.storage_key, namespace, name)
     if found is None:
-        raise not_found(info.resource, info.group, name)
+        raise errors.not_found(info.resource, info.group, name)
     return objects.served(info, found)
 
 
@@ -231,7 +219,7 @@ def _decode_continue(token: str) -> tuple[int, str]:
         data = json.loads(base64.urlsafe_b64decode(token.encode()))
         return int(data["rv"]), str(data["start"])
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-        raise bad_request(f"continue key is not valid: {exc}") from exc
+        raise errors.bad_request(f"continue key is not valid: {exc}") from exc
 
 
 def list_objects(
@@ -247,7 +235,7 @@ def list_objects(
     if continue_token:
         token_revision, after = _decode_continue(continue_token)
         if token_revision < state.storage.oldest_watchable:
-            raise gone(
+            raise errors.gone(
                 "The provided continue parameter is too old to display a consistent list result. You can "
                 "start a new list without the continue parameter, or use the continue token in this "
                 "response to retrieve the remainder of the results. Continuing with the provided token "
@@ -291,11 +279,11 @@ async def update(
     obj = _decode_storage(info, body, private)
     meta = obj.setdefault("metadata", {})
     if meta.get("name") and meta["name"] != name:
-        raise bad_request(
+        raise errors.bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
         )
     if info.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
-        raise bad_request(
+        raise errors.bad_request(
             "the namespace of the provided object does not match the namespace sent on the request"
         )
     existing = state.storage.get(info.storage_key, namespace, name)
@@ -303,17 +291,17 @@ async def update(
         if allow_create and not subresource:
             meta["name"] = name
             return await create(state, info, namespace, obj, ctx), True
-        raise not_found(info.resource, info.group, name)
+        raise errors.not_found(info.resource, info.group, name)
     based_on = str(existing["metadata"].get("resourceVersion"))
     wanted = str(meta.get("resourceVersion") or "")
     if wanted and wanted != based_on:
-        raise conflict(info.resource, info.group, name, OBJECT_MODIFIED)
+        raise errors.conflict(info.resource, info.group, name, errors.OBJECT_MODIFIED)
     if not wanted and info.is_custom:
         _raise_invalid(
             info,
             name,
             [
-                Cause(
+                errors.Cause(
                     "FieldValueInvalid",
                     "Invalid value: 0: must be specified for an update",
                     "metadata.resourceVersion",
@@ -334,9 +322,9 @@ async def update(
     await state.admission.validate(attrs, objects.served(info, obj), objects.served(info, old), ctx.warnings)
     current = state.storage.get(info.storage_key, namespace, name)
     if current is None:
-        raise not_found(info.resource, info.group, name)
+        raise errors.not_found(info.resource, info.group, name)
     if str(current["metadata"].get("resourceVersion")) != based_on:
-        raise conflict(info.resource, info.group, name, OBJECT_MODIFIED)
+        raise errors.conflict(info.resource, info.group, name, errors.OBJECT_MODIFIED)
     if objects.comparable(obj) == objects.comparable(existing):
         return objects.served(info, existing), False
     if ctx.dry_run:
@@ -377,7 +365,7 @@ async def patch(
     patch_type = patch_type_of(content_type, info.is_custom)
     decoded = decode_patch(patch_type, body)
     if patch_type is PatchType.APPLY and not ctx.field_manager:
-        raise bad_request(
+        raise errors.bad_request(
             'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required '
             "for apply patch"
         )
@@ -389,7 +377,7 @@ async def patch(
                 created = dict(decoded)
                 created.setdefault("metadata", {})["name"] = name
                 return await create(state, info, namespace, created, ctx), True
-            raise not_found(info.resource, info.group, name)
+            raise errors.not_found(info.resource, info.group, name)
         current = objects.served(info, objects.clone(existing))
         effective = (
             PatchType.STRATEGIC if patch_type is PatchType.APPLY and not info.is_custom else patch_type
@@ -399,7 +387,7 @@ async def patch(
         patched = apply_patch(effective, current, decoded)
         patched.setdefault("metadata", {})
         if patched["metadata"].get("name", name) != name:
-            raise bad_request(
+            raise errors.bad_request(
                 f"the name of the object ({patched['metadata'].get('name')}) does not match the name "
                 f"on the URL ({name})"
             )
@@ -410,8 +398,8 @@ async def patch(
                 state, info, namespace, name, subresource, patched, ctx, private=True
             )
             return result, False
-        except ApiError as error:
+        except errors.ApiError as error:
             if error.reason == "Conflict" and retry and attempt < 4:
                 continue
             raise
-    raise conflict(info.resource, info.group, name, OBJECT_MODIFIED)
+    raise errors.conflict(info.resource, info.group, name, errors.OBJECT_MODIFIED)

@@ -10,9 +10,8 @@ from typing import Any
 import jsonpatch
 import yaml
 
-from sandbox.apiserver.status import ApiError, bad_request, unsupported_media_type
-
-JsonObj = dict[str, Any]
+from sandbox.apiserver import errors
+from sandbox.apiserver.jsonobj import JsonObj
 
 
 class PatchType(Enum):
@@ -53,7 +52,7 @@ def patch_type_of(content_type: str, custom: bool) -> PatchType:
     for patch_type in allowed:
         if patch_type.value == media:
             return patch_type
-    raise unsupported_media_type([t.value for t in allowed])
+    raise errors.unsupported_media_type([t.value for t in allowed])
 
 
 def decode_patch(patch_type: PatchType, body: bytes) -> Any:
@@ -62,33 +61,33 @@ def decode_patch(patch_type: PatchType, body: bytes) -> Any:
             return yaml.safe_load(body.decode() or "{}")
         return json.loads(body or b"null")
     except (ValueError, yaml.YAMLError) as exc:
-        raise bad_request(f"error decoding patch: {exc}") from exc
+        raise errors.bad_request(f"error decoding patch: {exc}") from exc
 
 
 def apply_patch(patch_type: PatchType, original: JsonObj, patch: Any) -> JsonObj:
     """The patched object. ``original`` must be a private copy: merge patches change it in place."""
     if patch_type is PatchType.JSON:
         if not isinstance(patch, list):
-            raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+            raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
         try:
             result = jsonpatch.apply_patch(original, patch)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-            raise ApiError(422, "Invalid", str(exc)) from exc
+            raise errors.ApiError(422, "Invalid", str(exc)) from exc
         except (KeyError, IndexError, TypeError) as exc:
-            raise ApiError(
+            raise errors.ApiError(
                 422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
             ) from exc
         if not isinstance(result, dict):
-            raise bad_request("the patch did not produce an object")
+            raise errors.bad_request("the patch did not produce an object")
         return result
     if not isinstance(patch, dict):
-        raise bad_request("the patch must be a JSON object")
+        raise errors.bad_request("the patch must be a JSON object")
     if patch_type is PatchType.MERGE:
         merged = merge_patch(original, patch)
     else:
         merged = strategic_merge(original, patch)
     if not isinstance(merged, dict):
-        raise bad_request("the patch did not produce an object")
+        raise errors.bad_request("the patch did not produce an object")
     return merged
 
 

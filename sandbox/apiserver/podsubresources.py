@@ -9,13 +9,13 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from sandbox.apiserver import errors
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import StorageKey
 from sandbox.apiserver.state import ApiState, timestamp
-from sandbox.apiserver.status import ApiError, bad_request, conflict, internal_error, not_found, success_body
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 
 PODS = StorageKey("", "pods")
 NODES = StorageKey("", "nodes")
@@ -27,17 +27,19 @@ def bind_pod(state: ApiState, namespace: str, name: str, body: Any, dry_run: boo
     target = (body if isinstance(body, dict) else {}).get("target") or {}
     node_name = str(target.get("name", ""))
     if not node_name:
-        raise bad_request("target.name: Required value")
+        raise errors.bad_request("target.name: Required value")
     pod = state.storage.get(PODS, namespace, name)
     if pod is None:
-        raise not_found("pods", "", name)
+        raise errors.not_found("pods", "", name)
     if pod["metadata"].get("deletionTimestamp"):
-        raise conflict("pods/binding", "", name, f"pod {name} is being deleted, cannot be assigned to a host")
+        raise errors.conflict(
+            "pods/binding", "", name, f"pod {name} is being deleted, cannot be assigned to a host"
+        )
     current = (pod.get("spec") or {}).get("nodeName")
     if current:
-        raise conflict("pods/binding", "", name, f'pod {name} is already assigned to node "{current}"')
+        raise errors.conflict("pods/binding", "", name, f'pod {name} is already assigned to node "{current}"')
     if dry_run:
-        return success_body()
+        return errors.success_body()
     bound = json.loads(json.dumps(pod))
     bound["spec"]["nodeName"] = node_name
     status = bound.setdefault("status", {})
@@ -52,37 +54,37 @@ def bind_pod(state: ApiState, namespace: str, name: str, body: Any, dry_run: boo
     )
     status["conditions"] = conditions
     state.storage.put(PODS, bound, "MODIFIED")
-    return success_body()
+    return errors.success_body()
 
 
 async def pod_log(state: ApiState, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
     """GET pods/<name>/log, streamed from the node agent serving the pod's node."""
     pod = state.storage.get(PODS, namespace, name)
     if pod is None:
-        raise not_found("pods", "", name)
+        raise errors.not_found("pods", "", name)
     spec = pod.get("spec") or {}
     containers = [c.get("name") for c in spec.get("containers") or []]
     container = request.query.get("container") or (containers[0] if len(containers) == 1 else "")
     if not container:
-        raise bad_request(
+        raise errors.bad_request(
             f"a container name must be specified for pod {name}, choose one of: "
             f"[{' '.join(str(c) for c in containers)}]"
         )
     if container not in containers and container not in [
         c.get("name") for c in spec.get("initContainers") or []
     ]:
-        raise bad_request(f"container {container} is not valid for pod {name}")
+        raise errors.bad_request(f"container {container} is not valid for pod {name}")
     node_name = spec.get("nodeName")
     if not node_name:
         # kube-apiserver has no kubelet to ask for a pod not yet scheduled: an empty log.
         return web.Response(body=b"", content_type="text/plain")
     node = state.storage.get(NODES, "", str(node_name))
     if node is None:
-        raise not_found("nodes", "", str(node_name))
+        raise errors.not_found("nodes", "", str(node_name))
     endpoints = (node.get("status") or {}).get("daemonEndpoints") or {}
     port = (endpoints.get("kubeletEndpoint") or {}).get("Port")
     if not port:
-        raise internal_error(f'no kubelet endpoint is known for node "{node_name}"')
+        raise errors.internal_error(f'no kubelet endpoint is known for node "{node_name}"')
     query = {k: v for k, v in request.query.items() if k in LOG_OPTIONS}
     url = f"http://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}"
     response = web.StreamResponse(status=200)
@@ -91,13 +93,13 @@ async def pod_log(state: ApiState, request: web.Request, namespace: str, name: s
         async with aiohttp.ClientSession() as session, session.get(url, params=query) as upstream:
             if upstream.status != 200:
                 text = (await upstream.text()).strip()
-                raise bad_request(text or f"the node agent answered {upstream.status}")
+                raise errors.bad_request(text or f"the node agent answered {upstream.status}")
             await response.prepare(request)
             async for chunk in upstream.content.iter_any():
                 await response.write(chunk)
     except aiohttp.ClientConnectorError as exc:
         # kube-apiserver passes the failed kubelet call on as a reason-less 500 Status.
-        raise ApiError(
+        raise errors.ApiError(
             500,
             "",
             f'Get "https://127.0.0.1:{port}/containerLogs/{namespace}/{name}/{container}": '

@@ -13,8 +13,8 @@ from typing import Any
 
 from kubeobjects.meta import Meta
 from kubeobjects.times import age, human_duration, parse_time
+from sandbox.apiserver.jsonobj import JsonObj
 
-JsonObj = dict[str, Any]
 Column = tuple[str, str, str, int]  # name, type, format, priority
 
 

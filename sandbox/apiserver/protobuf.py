@@ -11,9 +11,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from sandbox.apiserver.status import bad_request, unsupported_media_type
+from sandbox.apiserver import errors
+from sandbox.apiserver.jsonobj import JsonObj
 
-JsonObj = dict[str, Any]
 Field = tuple[str, Any, bool]  # JSON name, kind (a name or a nested schema), repeated
 Schema = dict[int, Field]
 
@@ -151,15 +151,15 @@ def decode_message(data: bytes, schema: Schema) -> JsonObj:
 def decode_body(raw: bytes) -> JsonObj:
     """A protobuf request body as the JSON object it encodes (400 when malformed, 415 for other kinds)."""
     if not raw.startswith(MAGIC):
-        raise bad_request("the protobuf body does not start with the Kubernetes magic number")
+        raise errors.bad_request("the protobuf body does not start with the Kubernetes magic number")
     try:
         unknown = decode_message(raw[len(MAGIC) :], UNKNOWN)
         type_meta = unknown.get("typeMeta") or {}
         key = (str(type_meta.get("apiVersion", "")), str(type_meta.get("kind", "")))
         schema = KINDS.get(key)
         if schema is None:
-            raise unsupported_media_type(["application/json", "application/yaml"])
+            raise errors.unsupported_media_type(["application/json", "application/yaml"])
         obj = decode_message(bytes(unknown.get("raw", b"")), schema)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise bad_request(f"error decoding the protobuf body: {exc}") from exc
+        raise errors.bad_request(f"error decoding the protobuf body: {exc}") from exc
     return {"apiVersion": key[0], "kind": key[1], **obj}

@@ -7,14 +7,12 @@ Members of ``system:masters`` are always allowed, as on a real cluster.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from sandbox.apiserver import errors
 from sandbox.apiserver.auth import UserInfo
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import StorageKey
-from sandbox.apiserver.status import ApiError
 from sandbox.apiserver.storage import Storage
-
-JsonObj = dict[str, Any]
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ROLES = StorageKey(RBAC_GROUP, "roles")
@@ -109,4 +107,4 @@ class Authorizer:
         details: JsonObj = {"name": attrs.name, "group": attrs.group, "kind": attrs.resource}
         if not attrs.group:
             del details["group"]
-        raise ApiError(403, "Forbidden", message, details)
+        raise errors.ApiError(403, "Forbidden", message, details)

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox.apiserver.jsonobj import JsonObj
+
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.apiserver.status import bad_request
-
-JsonObj = dict[str, Any]
+from sandbox.apiserver import errors
+from sandbox.apiserver.jsonobj import JsonObj
 
 _LABEL_REQUIREMENT = re.compile(
     r"^\s*(?P<neg>!)?\s*(?P<key>[A-Za-z0-9_.\-/]+)\s*"
@@ -56,17 +55,19 @@ def parse_label_selector(text: str) -> list[Requirement]:
     for part in _split_top_level(text or ""):
         match = _LABEL_REQUIREMENT.match(part)
         if not match:
-            raise bad_request(f"unable to parse requirement: found '{part.strip()}', expected: identifier")
+            raise errors.bad_request(
+                f"unable to parse requirement: found '{part.strip()}', expected: identifier"
+            )
         key, op, value = match.group("key"), (match.group("op") or "").strip(), match.group("value")
         if match.group("neg"):
             if op:
-                raise bad_request(f"unable to parse requirement: {part.strip()}")
+                raise errors.bad_request(f"unable to parse requirement: {part.strip()}")
             requirements.append(Requirement(key, "!", frozenset()))
         elif not op:
             requirements.append(Requirement(key, "exists", frozenset()))
         elif op in ("in", "notin"):
             if not value or not value.startswith("("):
-                raise bad_request(f"unable to parse requirement: found '{value}', expected: '('")
+                raise errors.bad_request(f"unable to parse requirement: found '{value}', expected: '('")
             values = frozenset(v.strip() for v in value[1:-1].split(",") if v.strip())
             requirements.append(Requirement(key, op, values))
         else:
@@ -168,12 +169,12 @@ def parse_field_selector(
         elif "=" in part:
             field, value, negated = *part.split("=", 1), False
         else:
-            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
+            raise errors.bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         field = field.strip()
         if field.startswith("."):
             field = field[1:]
         if field not in allowed:
-            raise bad_request(f"field label not supported: {field}")
+            raise errors.bad_request(f"field label not supported: {field}")
         requirements.append(FieldRequirement(field, value.strip(), negated))
     return requirements
 

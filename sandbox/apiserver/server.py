@@ -7,34 +7,24 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import yaml
 from aiohttp import web
 
-from sandbox.apiserver import openapi, operations
+from sandbox.apiserver import errors, handlers, openapi, operations
 from sandbox.apiserver.auth import ADMIN_GROUPS, ADMIN_USER, UserInfo
 from sandbox.apiserver.discovery import version_info
 from sandbox.apiserver.faults import FaultControl, Faults, apply_request
 from sandbox.apiserver.gc import Deleter
-from sandbox.apiserver.handlers import (
-    LOGGED_KEY,
-    USER_KEY,
-    RestHandler,
-    error_response,
-    json_response,
-    log_request,
-)
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.rbac import Authorizer
 from sandbox.apiserver.registry import StorageKey
 from sandbox.apiserver.state import ApiState
-from sandbox.apiserver.status import ApiError, bad_request, forbidden, internal_error, unauthorized
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
 from sandbox.apiserver.tls import ServingMaterial, new_serving_material, server_ssl_context
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 BOOT_USER = UserInfo("system:apiserver", ("system:masters",))
@@ -58,7 +48,7 @@ SYSTEM_PRIORITY_CLASSES = (
 def build_app(
     state: ApiState, deleter: Deleter, faults: Faults | None = None, control: FaultControl | None = None
 ) -> web.Application:
-    rest = RestHandler(state, deleter)
+    rest = handlers.RestHandler(state, deleter)
     faults = faults or Faults()
 
     @web.middleware
@@ -67,9 +57,9 @@ def build_app(
         try:
             user = state.authenticator.authenticate(request.headers.get("Authorization"))
             if user is None and not request.path.startswith(PUBLIC_PATHS):
-                raise unauthorized()
+                raise errors.unauthorized()
             if user is not None:
-                request[USER_KEY] = user
+                request[handlers.USER_KEY] = user
             delay, injected = faults.gate(request.path)
             if delay:
                 await asyncio.sleep(delay)
@@ -78,21 +68,21 @@ def build_app(
             response = await handler(request)
             code = response.status
             return response
-        except ApiError as error:
+        except errors.ApiError as error:
             code = error.code
-            return error_response(error)
+            return handlers.error_response(error)
         except web.HTTPException:
             raise
         except Exception as exc:
             logger.exception("unhandled error serving %s %s", request.method, request.path)
             code = 500
-            return error_response(internal_error(str(exc)))
+            return handlers.error_response(errors.internal_error(str(exc)))
         finally:
-            if not request.get(LOGGED_KEY):
-                log_request(state, request, code)
+            if not request.get(handlers.LOGGED_KEY):
+                handlers.log_request(state, request, code)
 
     async def version(_request: web.Request) -> web.StreamResponse:
-        return json_response(version_info())
+        return handlers.json_response(version_info())
 
     async def health(_request: web.Request) -> web.StreamResponse:
         return web.Response(text="ok")
@@ -100,23 +90,25 @@ def build_app(
     async def request_log(request: web.Request) -> web.StreamResponse:
         if request.method == "DELETE":
             state.request_log.clear()
-            return json_response({})
-        return json_response([record.wire() for record in state.request_log.records()])
+            return handlers.json_response({})
+        return handlers.json_response([record.wire() for record in state.request_log.records()])
 
     async def fault_endpoint(request: web.Request) -> web.StreamResponse:
         if request.method not in ("GET", "POST", "DELETE"):
-            raise bad_request(f"{request.method} is not served on {request.path}; use GET, POST or DELETE")
-        if request.method != "GET" and "system:masters" not in request[USER_KEY].groups:
-            raise forbidden("faults", "", "", "only system:masters may inject faults")
+            raise errors.bad_request(
+                f"{request.method} is not served on {request.path}; use GET, POST or DELETE"
+            )
+        if request.method != "GET" and "system:masters" not in request[handlers.USER_KEY].groups:
+            raise errors.forbidden("faults", "", "", "only system:masters may inject faults")
         if request.method == "DELETE":
             faults.clear()
         elif request.method == "POST":
             try:
                 body = json.loads(await request.read() or b"{}")
             except ValueError as error:
-                raise bad_request(f"the fault request is not JSON: {error}") from error
+                raise errors.bad_request(f"the fault request is not JSON: {error}") from error
             apply_request(faults, control, body)
-        return json_response(faults.wire(time.monotonic()))
+        return handlers.json_response(faults.wire(time.monotonic()))
 
     async def api(request: web.Request) -> web.StreamResponse:
         return await rest.handle(request)

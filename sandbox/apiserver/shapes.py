@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sandbox.apiserver import errors
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import ResourceInfo
-from sandbox.apiserver.status import bad_request
 
-JsonObj = dict[str, Any]
 # A shape: "string", "bool", "int", "any", ("map", value shape), ("array", item shape) or
 # ("object", {field: shape}).
 Shape = Any
@@ -141,7 +141,7 @@ def _mismatch(shape: Shape, value: Any) -> str | None:
 def _check(shape: Shape, value: Any, path: str, info: ResourceInfo) -> None:
     wrong = _mismatch(shape, value)
     if wrong is not None:
-        raise bad_request(
+        raise errors.bad_request(
             f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: json: cannot '
             f"unmarshal {_json_type(value)} into Go struct field {info.kind}.{path} of type {wrong}"
         )

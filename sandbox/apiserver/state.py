@@ -18,7 +18,6 @@ from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW, Storage
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 
 NODES = StorageKey("", "nodes")
 LEASES = StorageKey("coordination.k8s.io", "leases")

@@ -14,14 +14,13 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
+from sandbox.apiserver import errors
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import StorageKey
-from sandbox.apiserver.status import ApiError, gone
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 
 # Events kept for resuming watches; each holds an object version alive, so this bounds memory too.
 DEFAULT_WATCH_WINDOW = 20_000
@@ -56,7 +55,7 @@ class Tick(enum.Enum):
 
 
 # An event, the error that ends the watch, a timer mark, or None when the server closes watches.
-QueueItem = StoredEvent | ApiError | Tick | None
+QueueItem = StoredEvent | errors.ApiError | Tick | None
 
 
 @dataclass(eq=False)
@@ -223,7 +222,7 @@ class Storage:
         """
         self._history.clear()
         self._oldest_watchable = self._revision
-        expired = gone(f"too old resource version: {self._revision} ({self._revision + 1})")
+        expired = errors.gone(f"too old resource version: {self._revision} ({self._revision + 1})")
         for watchers in self._watchers.values():
             for watcher in watchers:
                 watcher.queue.put_nowait(expired)
@@ -241,7 +240,7 @@ class Storage:
         replay: list[StoredEvent] = []
         if since is not None:
             if since < self._oldest_watchable:
-                raise gone(f"too old resource version: {since} ({self._oldest_watchable})")
+                raise errors.gone(f"too old resource version: {since} ({self._oldest_watchable})")
             watcher_probe = Watcher(key, namespace)
             replay = [
                 event

@@ -16,10 +16,10 @@ from typing import Any
 from kubeobjects.meta import Meta
 from kubeobjects.times import age, since
 from sandbox.apiserver import conversion, jsonpath
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.podtable import POD_COLUMNS, Column, pod_row
 from sandbox.apiserver.registry import ResourceInfo
 
-JsonObj = dict[str, Any]
 RowPrinter = Callable[[JsonObj, datetime.datetime], list[Any]]
 
 # --- other built-ins -----------------------------------------------------------------------------

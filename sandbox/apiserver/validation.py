@@ -12,18 +12,12 @@ import logging
 import re
 from typing import Any
 
-from kubeobjects.names import (
-    dns1035_label_errors,
-    dns1123_label_errors,
-    dns1123_subdomain_errors,
-    label_value_errors,
-    qualified_name_errors,
-)
-from sandbox.apiserver.status import Cause
+from kubeobjects import names
+from sandbox.apiserver import errors
+from sandbox.apiserver.jsonobj import JsonObj
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 
 def go_value(value: Any) -> str:
     """A value the way Go's ``%#v``-ish field errors print it: strings quoted, numbers bare."""
@@ -54,8 +48,8 @@ def json_type(value: Any) -> str:
     return "object"
 
 
-def _invalid(path: str, value: Any, detail: str) -> Cause:
-    return Cause("FieldValueInvalid", f"Invalid value: {go_value(value)}: {detail}", path)
+def _invalid(path: str, value: Any, detail: str) -> errors.Cause:
+    return errors.Cause("FieldValueInvalid", f"Invalid value: {go_value(value)}: {detail}", path)
 
 
 def _join(path: str, name: str) -> str:
@@ -115,10 +109,10 @@ def _apply_defaults(schema: JsonObj, obj: JsonObj, unknown: list[str]) -> None:
 
 
 # --- validation ----------------------------------------------------------------------------------
-def validate_schema(schema: JsonObj | None, obj: JsonObj, old: JsonObj | None) -> list[Cause]:
+def validate_schema(schema: JsonObj | None, obj: JsonObj, old: JsonObj | None) -> list[errors.Cause]:
     if not schema:
         return []
-    causes: list[Cause] = []
+    causes: list[errors.Cause] = []
     for name, child_schema in (schema.get("properties") or {}).items():
         if name in ("metadata", "apiVersion", "kind"):
             continue
@@ -133,12 +127,14 @@ def validate_schema(schema: JsonObj | None, obj: JsonObj, old: JsonObj | None) -
             )
     for name in schema.get("required") or []:
         if name not in obj:
-            causes.append(Cause("FieldValueRequired", "Required value", name))
+            causes.append(errors.Cause("FieldValueRequired", "Required value", name))
     _run_rules(schema, obj, "", old, old is not None, causes)
     return causes
 
 
-def _validate(schema: JsonObj, value: Any, path: str, old: Any, has_old: bool, causes: list[Cause]) -> None:
+def _validate(
+    schema: JsonObj, value: Any, path: str, old: Any, has_old: bool, causes: list[errors.Cause]
+) -> None:
     expected = schema.get("type")
     if value is None:
         if not schema.get("nullable") and expected:
@@ -157,7 +153,7 @@ def _validate(schema: JsonObj, value: Any, path: str, old: Any, has_old: bool, c
     if "enum" in schema and value not in schema["enum"]:
         supported = ", ".join(go_value(v) for v in schema["enum"])
         causes.append(
-            Cause(
+            errors.Cause(
                 "FieldValueNotSupported",
                 f"Unsupported value: {go_value(value)}: supported values: {supported}",
                 path,
@@ -174,7 +170,7 @@ def _validate(schema: JsonObj, value: Any, path: str, old: Any, has_old: bool, c
     _run_rules(schema, value, path, old, has_old, causes)
 
 
-def _validate_number(schema: JsonObj, value: float, path: str, causes: list[Cause]) -> None:
+def _validate_number(schema: JsonObj, value: float, path: str, causes: list[errors.Cause]) -> None:
     if "minimum" in schema:
         minimum = schema["minimum"]
         if value < minimum or (schema.get("exclusiveMinimum") and value == minimum):
@@ -187,10 +183,12 @@ def _validate_number(schema: JsonObj, value: float, path: str, causes: list[Caus
             causes.append(_invalid(path, value, f"{path} in body should be {word} {maximum}"))
 
 
-def _validate_string(schema: JsonObj, value: str, path: str, causes: list[Cause]) -> None:
+def _validate_string(schema: JsonObj, value: str, path: str, causes: list[errors.Cause]) -> None:
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         causes.append(
-            Cause("FieldValueTooLong", f"Too long: may not be more than {schema['maxLength']} bytes", path)
+            errors.Cause(
+                "FieldValueTooLong", f"Too long: may not be more than {schema['maxLength']} bytes", path
+            )
         )
     if "minLength" in schema and len(value) < schema["minLength"]:
         causes.append(
@@ -202,11 +200,11 @@ def _validate_string(schema: JsonObj, value: str, path: str, causes: list[Cause]
 
 
 def _validate_array(
-    schema: JsonObj, value: list[Any], path: str, old: Any, has_old: bool, causes: list[Cause]
+    schema: JsonObj, value: list[Any], path: str, old: Any, has_old: bool, causes: list[errors.Cause]
 ) -> None:
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         causes.append(
-            Cause(
+            errors.Cause(
                 "FieldValueTooMany",
                 f"Too many: {len(value)}: must have at most {schema['maxItems']} items",
                 path,
@@ -223,7 +221,7 @@ def _validate_array(
 
 
 def _validate_object(
-    schema: JsonObj, value: JsonObj, path: str, old: JsonObj | None, has_old: bool, causes: list[Cause]
+    schema: JsonObj, value: JsonObj, path: str, old: JsonObj | None, has_old: bool, causes: list[errors.Cause]
 ) -> None:
     if schema.get("x-kubernetes-embedded-resource"):
         return
@@ -239,10 +237,10 @@ def _validate_object(
             _validate(additional, child, child_path, child_old, child_has_old, causes)
     for name in schema.get("required") or []:
         if name not in value:
-            causes.append(Cause("FieldValueRequired", "Required value", _join(path, name)))
+            causes.append(errors.Cause("FieldValueRequired", "Required value", _join(path, name)))
     if "maxProperties" in schema and len(value) > schema["maxProperties"]:
         causes.append(
-            Cause(
+            errors.Cause(
                 "FieldValueTooMany",
                 f"Too many: {len(value)}: must have at most {schema['maxProperties']} items",
                 path,
@@ -261,7 +259,9 @@ def _validate_object(
 _TRANSITION_RULES = {"self == oldSelf", "oldSelf == self"}
 
 
-def _run_rules(schema: JsonObj, value: Any, path: str, old: Any, has_old: bool, causes: list[Cause]) -> None:
+def _run_rules(
+    schema: JsonObj, value: Any, path: str, old: Any, has_old: bool, causes: list[errors.Cause]
+) -> None:
     """The CEL rules the sandbox understands: immutability (``self == oldSelf``) transition rules."""
     for rule in schema.get("x-kubernetes-validations") or []:
         expression = " ".join(str(rule.get("rule", "")).split())
@@ -277,50 +277,52 @@ def _run_rules(schema: JsonObj, value: Any, path: str, old: Any, has_old: bool, 
 
 
 # --- built-in checks -----------------------------------------------------------------------------
-def validate_object_name(resource: str, name: str, generate_name: str) -> list[Cause]:
+def validate_object_name(resource: str, name: str, generate_name: str) -> list[errors.Cause]:
     if not name:
         if generate_name:
             return []
         return [
-            Cause("FieldValueRequired", "Required value: name or generateName is required", "metadata.name")
+            errors.Cause(
+                "FieldValueRequired", "Required value: name or generateName is required", "metadata.name"
+            )
         ]
     if resource == "namespaces":
-        problems = dns1123_label_errors(name)
+        problems = names.dns1123_label_errors(name)
     elif resource == "services":
-        problems = dns1035_label_errors(name)
+        problems = names.dns1035_label_errors(name)
     elif resource in ("clusterroles", "clusterrolebindings", "roles", "rolebindings", "events"):
         problems = []  # path segment names: anything without '/' or '%' (not checked here)
     else:
-        problems = dns1123_subdomain_errors(name)
+        problems = names.dns1123_subdomain_errors(name)
     return [_invalid("metadata.name", name, problem) for problem in problems]
 
 
-def validate_pod(pod: JsonObj) -> list[Cause]:
+def validate_pod(pod: JsonObj) -> list[errors.Cause]:
     spec = pod.get("spec") or {}
-    causes: list[Cause] = []
+    causes: list[errors.Cause] = []
     containers = spec.get("containers") or []
     if not containers:
-        causes.append(Cause("FieldValueRequired", "Required value", "spec.containers"))
+        causes.append(errors.Cause("FieldValueRequired", "Required value", "spec.containers"))
     seen: set[str] = set()
     for kind in ("containers", "initContainers"):
         for index, container in enumerate(spec.get(kind) or []):
             path = f"spec.{kind}[{index}]"
             name = str(container.get("name", ""))
             if not name:
-                causes.append(Cause("FieldValueRequired", "Required value", f"{path}.name"))
-            elif problems := dns1123_label_errors(name):
+                causes.append(errors.Cause("FieldValueRequired", "Required value", f"{path}.name"))
+            elif problems := names.dns1123_label_errors(name):
                 causes.extend(_invalid(f"{path}.name", name, problem) for problem in problems)
             elif name in seen:
                 causes.append(
-                    Cause("FieldValueDuplicate", f"Duplicate value: {go_value(name)}", f"{path}.name")
+                    errors.Cause("FieldValueDuplicate", f"Duplicate value: {go_value(name)}", f"{path}.name")
                 )
             seen.add(name)
             if not container.get("image"):
-                causes.append(Cause("FieldValueRequired", "Required value", f"{path}.image"))
+                causes.append(errors.Cause("FieldValueRequired", "Required value", f"{path}.image"))
     policy = spec.get("restartPolicy")
     if policy not in (None, "Always", "OnFailure", "Never"):
         causes.append(
-            Cause(
+            errors.Cause(
                 "FieldValueNotSupported",
                 f'Unsupported value: {go_value(policy)}: supported values: "Always", "OnFailure", "Never"',
                 "spec.restartPolicy",
@@ -346,31 +348,31 @@ def _comparable_pod_spec(spec: JsonObj) -> JsonObj:
     return result
 
 
-def validate_pod_update(new: JsonObj, old: JsonObj) -> list[Cause]:
+def validate_pod_update(new: JsonObj, old: JsonObj) -> list[errors.Cause]:
     causes = validate_pod(new)
     if _comparable_pod_spec(new.get("spec") or {}) != _comparable_pod_spec(old.get("spec") or {}):
-        causes.append(Cause("FieldValueForbidden", f"Forbidden: {POD_UPDATE_FORBIDDEN}", "spec"))
+        causes.append(errors.Cause("FieldValueForbidden", f"Forbidden: {POD_UPDATE_FORBIDDEN}", "spec"))
     return causes
 
 
-def validate_service(service: JsonObj) -> list[Cause]:
+def validate_service(service: JsonObj) -> list[errors.Cause]:
     spec = service.get("spec") or {}
-    causes: list[Cause] = []
+    causes: list[errors.Cause] = []
     if not spec.get("ports") and spec.get("clusterIP") != "None" and spec.get("type") != "ExternalName":
-        causes.append(Cause("FieldValueRequired", "Required value", "spec.ports"))
+        causes.append(errors.Cause("FieldValueRequired", "Required value", "spec.ports"))
     return causes
 
 
-def validate_metadata_keys(meta: JsonObj) -> list[Cause]:
+def validate_metadata_keys(meta: JsonObj) -> list[errors.Cause]:
     """Label keys and values, and annotation keys, as ObjectMeta validation checks them."""
     causes = []
     for key, value in (meta.get("labels") or {}).items():
-        for problem in qualified_name_errors(str(key)):
+        for problem in names.qualified_name_errors(str(key)):
             causes.append(_invalid("metadata.labels", key, problem))
         text = str(value)
-        for problem in label_value_errors(text):
+        for problem in names.label_value_errors(text):
             causes.append(_invalid("metadata.labels", text, problem))
     for key in meta.get("annotations") or {}:
-        for problem in qualified_name_errors(str(key).lower()):
+        for problem in names.qualified_name_errors(str(key).lower()):
             causes.append(_invalid("metadata.annotations", key, problem))
     return causes

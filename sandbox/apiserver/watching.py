@@ -8,17 +8,15 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
-from sandbox.apiserver import objects, tables
+from sandbox.apiserver import errors, objects, tables
+from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import ResourceInfo
 from sandbox.apiserver.state import ApiState
-from sandbox.apiserver.status import ApiError
 from sandbox.apiserver.storage import QueueItem, StoredEvent, Tick
 
 logger = logging.getLogger(__name__)
 
-JsonObj = dict[str, Any]
 Writer = Callable[[bytes], Awaitable[None]]
 
 DEFAULT_WATCH_TIMEOUT = 1800.0
@@ -110,7 +108,7 @@ class WatchStream:
                 await self.write(
                     _line(
                         "ERROR",
-                        ApiError(
+                        errors.ApiError(
                             400, "BadRequest", f"invalid resource version: {request.resource_version}"
                         ).body(),
                     )
@@ -118,7 +116,7 @@ class WatchStream:
                 return
         try:
             watcher, replay = storage.watch(request.info.storage_key, request.namespace, since)
-        except ApiError as error:
+        except errors.ApiError as error:
             await self.write(_line("ERROR", error.body()))
             return
         try:
@@ -166,7 +164,7 @@ class WatchStream:
         """Add one queued item's line to ``batch``; False when the watch ends with it."""
         if item is None:
             return False
-        if isinstance(item, ApiError):
+        if isinstance(item, errors.ApiError):
             batch.append(_line("ERROR", item.body()))
             return False
         if isinstance(item, Tick):

@@ -6,10 +6,9 @@ from typing import Any
 
 import pytest
 
-from sandbox.apiserver import jsonpath
+from sandbox.apiserver import errors, jsonpath
 from sandbox.apiserver.patch import PatchType, apply_patch, merge_patch, patch_type_of, strategic_merge
 from sandbox.apiserver.selectors import build_filter, match_label_selector_object, parse_label_selector
-from sandbox.apiserver.status import ApiError
 
 
 def pod_spec() -> dict[str, Any]:
@@ -94,14 +93,14 @@ def test_merge_patch_replaces_lists_and_deletes_nulls() -> None:
 
 
 def test_json_patch_test_failure_is_invalid() -> None:
-    with pytest.raises(ApiError) as failed:
+    with pytest.raises(errors.ApiError) as failed:
         apply_patch(PatchType.JSON, {"a": 1}, [{"op": "test", "path": "/a", "value": 2}])
     assert failed.value.code == 422
 
 
 def test_patch_content_types() -> None:
     assert patch_type_of("application/merge-patch+json; charset=utf-8", custom=True) is PatchType.MERGE
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(errors.ApiError) as refused:
         patch_type_of("application/strategic-merge-patch+json", custom=True)
     assert refused.value.code == 415
 
@@ -125,10 +124,10 @@ def test_label_selectors(selector: str, labels: dict[str, str], expected: bool) 
 
 
 def test_bad_selectors_are_400() -> None:
-    with pytest.raises(ApiError) as bad:
+    with pytest.raises(errors.ApiError) as bad:
         parse_label_selector("a in x")
     assert bad.value.code == 400
-    with pytest.raises(ApiError) as unsupported:
+    with pytest.raises(errors.ApiError) as unsupported:
         build_filter("", "spec.bogus=1", "pods", "Pod")
     assert unsupported.value.message == "field label not supported: spec.bogus"
 

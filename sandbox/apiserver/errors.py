@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-JsonObj = dict[str, Any]
+from sandbox.apiserver.jsonobj import JsonObj
 
 
 @dataclass(frozen=True)
