@@ -25,16 +25,20 @@ import jsonpatch
 from sandbox.apiserver import errors
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.jsonobj import JsonObj
-from sandbox.apiserver.registry import Registry, ResourceInfo, StorageKey
+from sandbox.apiserver.registry import (
+    MUTATING_WEBHOOKS,
+    NAMESPACES,
+    VALIDATING_WEBHOOKS,
+    Registry,
+    ResourceInfo,
+    StorageKey,
+)
 from sandbox.apiserver.selectors import match_label_selector_object
 from sandbox.apiserver.storage import Storage
 
 logger = logging.getLogger(__name__)
 
 
-MUTATING = StorageKey("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
-VALIDATING = StorageKey("admissionregistration.k8s.io", "validatingwebhookconfigurations")
-NAMESPACES = StorageKey("", "namespaces")
 
 
 @dataclass(frozen=True)
@@ -321,7 +325,7 @@ class Admission:
     async def mutate(
         self, attrs: AdmissionAttributes, obj: JsonObj | None, old: JsonObj | None, warnings: list[str]
     ) -> JsonObj | None:
-        matched = self._matching(MUTATING, attrs, obj, old)
+        matched = self._matching(MUTATING_WEBHOOKS, attrs, obj, old)
         if not matched:
             return obj
         current = obj
@@ -340,7 +344,7 @@ class Admission:
     async def validate(
         self, attrs: AdmissionAttributes, obj: JsonObj | None, old: JsonObj | None, warnings: list[str]
     ) -> None:
-        matched = self._matching(VALIDATING, attrs, obj, old)
+        matched = self._matching(VALIDATING_WEBHOOKS, attrs, obj, old)
         if matched:
             await asyncio.gather(
                 *(self._run(webhook, attrs, obj, old, False, warnings) for webhook, _configuration in matched)

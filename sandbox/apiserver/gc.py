@@ -19,7 +19,7 @@ from sandbox.apiserver import errors, objects
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.operations import RequestContext, admission_attributes, update
-from sandbox.apiserver.registry import ResourceInfo, StorageKey
+from sandbox.apiserver.registry import CRDS, NAMESPACES, PODS, SERVICES, ResourceInfo, StorageKey
 from sandbox.apiserver.state import ApiState, timestamp
 from sandbox.apiserver.storage import ObjectRef, StoredEvent
 
@@ -28,13 +28,7 @@ logger = logging.getLogger(__name__)
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
-PODS = StorageKey("", "pods")
-SERVICES = StorageKey("", "services")
-NAMESPACES = StorageKey("", "namespaces")
-RETURN_DELETED_OBJECT = frozenset(
-    {PODS, SERVICES, StorageKey("apiextensions.k8s.io", "customresourcedefinitions")}
-)
-CRDS = StorageKey("apiextensions.k8s.io", "customresourcedefinitions")
+RETURN_DELETED_OBJECT = frozenset({PODS, SERVICES, CRDS})
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 GC_USER = UserInfo(
     "system:serviceaccount:kube-system:generic-garbage-collector",

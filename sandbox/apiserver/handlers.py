@@ -17,7 +17,7 @@ from sandbox.apiserver.gc import Deleter, parse_delete_options
 from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.operations import RequestContext
 from sandbox.apiserver.podsubresources import bind_pod, pod_log
-from sandbox.apiserver.registry import ResourceInfo, StorageKey
+from sandbox.apiserver.registry import ResourceInfo
 from sandbox.apiserver.requestlog import RequestRecord, kubernetes_verb
 from sandbox.apiserver.state import ApiState
 from sandbox.apiserver.watching import DEFAULT_WATCH_TIMEOUT, WatchRequest, WatchStream
@@ -25,8 +25,6 @@ from sandbox.apiserver.watching import DEFAULT_WATCH_TIMEOUT, WatchRequest, Watc
 logger = logging.getLogger(__name__)
 
 
-PODS = StorageKey("", "pods")
-NODES = StorageKey("", "nodes")
 TABLE_MARKER = "as=table"
 USER_KEY = web.RequestKey("sandbox-user", UserInfo)
 # Set once a long-running call (a watch) is in the request log, so it appears while it runs.

@@ -5,14 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import secrets
+from collections.abc import Callable
 from typing import Any
 
-from sandbox.apiserver import conversion, defaults, errors, validation
+from sandbox.apiserver import conversion, defaults, errors, registry, validation
 from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import ResourceInfo, StorageKey
 from sandbox.apiserver.state import ApiState, timestamp
 
-PRIORITY_CLASSES = StorageKey("scheduling.k8s.io", "priorityclasses")
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -47,7 +47,7 @@ def _pod_priority(state: ApiState, pod: JsonObj) -> tuple[int, str]:
     spec = pod.get("spec") or {}
     class_name = spec.get("priorityClassName")
     if class_name:
-        found = state.storage.get(PRIORITY_CLASSES, "", str(class_name))
+        found = state.storage.get(registry.PRIORITY_CLASSES, "", str(class_name))
         if found is None:
             name = (pod.get("metadata") or {}).get("name") or (pod.get("metadata") or {}).get(
                 "generateName", ""
@@ -56,7 +56,7 @@ def _pod_priority(state: ApiState, pod: JsonObj) -> tuple[int, str]:
                 "pods", "", str(name), f"no PriorityClass with name {class_name} was found"
             )
         return int(found.get("value", 0)), str(found.get("preemptionPolicy", "PreemptLowerPriority"))
-    for priority_class in state.storage.list_in(PRIORITY_CLASSES, None):
+    for priority_class in state.storage.list_in(registry.PRIORITY_CLASSES, None):
         if priority_class.get("globalDefault"):
             spec["priorityClassName"] = priority_class["metadata"]["name"]
             return int(priority_class.get("value", 0)), str(
@@ -90,45 +90,23 @@ def _crd_status(crd: JsonObj, now: str) -> JsonObj:
 
 def prepare_create(state: ApiState, info: ResourceInfo, obj: JsonObj) -> list[str]:
     """Apply kind defaults to a new object; return unknown (pruned) field paths of custom resources."""
-    key = (info.storage_key.group, info.storage_key.resource)
     if info.is_custom:
         if info.has_status:
             obj.pop("status", None)
         return validation.prune_and_default(info.custom.schema if info.custom else None, obj)
-    if key == ("", "pods"):
-        priority, preemption = _pod_priority(state, obj)
-        defaults.default_pod(obj, priority, preemption)
-    elif key == ("", "services"):
-        defaults.default_service(obj)
-        _allocate_cluster_ip(state, obj)
-    elif key == ("", "namespaces"):
-        defaults.default_namespace(obj)
-    elif key == ("apiextensions.k8s.io", "customresourcedefinitions"):
-        defaults.default_crd(obj)
-        obj["status"] = _crd_status(obj, timestamp(state.now()))
-    elif key == ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"):
-        defaults.default_webhook_configuration(obj, mutating=True)
-    elif key == ("admissionregistration.k8s.io", "validatingwebhookconfigurations"):
-        defaults.default_webhook_configuration(obj, mutating=False)
-    elif key == ("scheduling.k8s.io", "priorityclasses"):
-        defaults.default_priority_class(obj)
-    elif key == ("apps", "deployments"):
-        defaults.default_deployment(obj)
-    elif key == ("", "events"):
-        obj.setdefault("involvedObject", {})
-    elif key == ("", "secrets") and not obj.get("type"):
-        obj["type"] = "Opaque"
+    prepare = ON_CREATE.get(info.storage_key)
+    if prepare is not None:
+        prepare(state, obj)
     return []
 
 
 def default_after_admission(state: ApiState, info: ResourceInfo, obj: JsonObj) -> None:
     """Defaults again on a webhook-patched object: kube-apiserver decodes (and so defaults) it anew."""
-    key = (info.storage_key.group, info.storage_key.resource)
     if info.is_custom:
         prepare_create(state, info, obj)
-    elif key == ("", "pods"):
+    elif info.storage_key == registry.PODS:
         defaults.default_pod_spec(obj.setdefault("spec", {}))
-    elif key == ("", "services"):
+    elif info.storage_key == registry.SERVICES:
         defaults.default_service(obj)
 
 
@@ -168,7 +146,6 @@ def prepare_update(
             meta[name] = old_meta[name]
         else:
             meta.pop(name, None)
-    key = (info.storage_key.group, info.storage_key.resource)
     if subresource == "status":
         status = new.get("status")
         new.clear()
@@ -185,37 +162,111 @@ def prepare_update(
     unknown: list[str] = []
     if info.is_custom:
         unknown = validation.prune_and_default(info.custom.schema if info.custom else None, new)
-    elif key == ("", "pods"):
-        defaults.default_pod_spec(new.setdefault("spec", {}))
-        _sync_ips(new.setdefault("status", {}))
-    elif key == ("", "services"):
-        defaults.default_service(new)
-        old_spec = old.get("spec") or {}
-        spec = new["spec"]
-        for field_name in ("clusterIP", "clusterIPs"):
-            if not spec.get(field_name) and old_spec.get(field_name):
-                spec[field_name] = old_spec[field_name]
-    elif key == ("apiextensions.k8s.io", "customresourcedefinitions") and subresource != "status":
-        defaults.default_crd(new)
-        new["status"] = _crd_status(new, timestamp(state.now()))
-    elif key == ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"):
-        defaults.default_webhook_configuration(new, mutating=True)
-    elif key == ("admissionregistration.k8s.io", "validatingwebhookconfigurations"):
-        defaults.default_webhook_configuration(new, mutating=False)
-    elif key == ("", "namespaces"):
-        new["status"] = clone(old.get("status") or {}) if subresource != "status" else new.get("status", {})
+    else:
+        prepare = ON_UPDATE.get(info.storage_key)
+        if prepare is not None:
+            prepare(state, new, old, subresource)
     _bump_generation(info, new, old)
     return unknown
+
+
+# --- per-kind strategies, as kube-apiserver's PrepareForCreate and PrepareForUpdate -----------------
+Prepare = Callable[[ApiState, JsonObj], None]
+PrepareUpdate = Callable[[ApiState, JsonObj, JsonObj, str], None]
+"""(state, new, old, subresource): the update already carries the stored status and metadata rules."""
+
+
+def _defaults(default: Callable[[JsonObj], None]) -> Prepare:
+    return lambda _state, obj: default(obj)
+
+
+def _webhooks(mutating: bool) -> Prepare:
+    return lambda _state, configuration: defaults.default_webhook_configuration(configuration, mutating)
+
+
+def _create_pod(state: ApiState, pod: JsonObj) -> None:
+    priority, preemption = _pod_priority(state, pod)
+    defaults.default_pod(pod, priority, preemption)
+
+
+def _create_service(state: ApiState, service: JsonObj) -> None:
+    defaults.default_service(service)
+    _allocate_cluster_ip(state, service)
+
+
+def _default_crd(state: ApiState, crd: JsonObj) -> None:
+    defaults.default_crd(crd)
+    crd["status"] = _crd_status(crd, timestamp(state.now()))
+
+
+def _create_event(_state: ApiState, event: JsonObj) -> None:
+    event.setdefault("involvedObject", {})
+
+
+def _create_secret(_state: ApiState, secret: JsonObj) -> None:
+    if not secret.get("type"):
+        secret["type"] = "Opaque"
+
+
+ON_CREATE: dict[StorageKey, Prepare] = {
+    registry.PODS: _create_pod,
+    registry.SERVICES: _create_service,
+    registry.NAMESPACES: _defaults(defaults.default_namespace),
+    registry.CRDS: _default_crd,
+    registry.MUTATING_WEBHOOKS: _webhooks(mutating=True),
+    registry.VALIDATING_WEBHOOKS: _webhooks(mutating=False),
+    registry.PRIORITY_CLASSES: _defaults(defaults.default_priority_class),
+    registry.DEPLOYMENTS: _defaults(defaults.default_deployment),
+    registry.EVENTS: _create_event,
+    registry.SECRETS: _create_secret,
+}
+
+
+def _as_on_create(prepare: Prepare) -> PrepareUpdate:
+    return lambda state, new, _old, _subresource: prepare(state, new)
+
+
+def _update_pod(_state: ApiState, new: JsonObj, _old: JsonObj, _subresource: str) -> None:
+    defaults.default_pod_spec(new.setdefault("spec", {}))
+    _sync_ips(new.setdefault("status", {}))
+
+
+def _update_service(_state: ApiState, new: JsonObj, old: JsonObj, _subresource: str) -> None:
+    defaults.default_service(new)
+    old_spec = old.get("spec") or {}
+    spec = new["spec"]
+    for field_name in ("clusterIP", "clusterIPs"):
+        if not spec.get(field_name) and old_spec.get(field_name):
+            spec[field_name] = old_spec[field_name]
+
+
+def _update_crd(state: ApiState, new: JsonObj, _old: JsonObj, subresource: str) -> None:
+    if subresource != "status":
+        _default_crd(state, new)
+
+
+def _update_namespace(_state: ApiState, new: JsonObj, old: JsonObj, subresource: str) -> None:
+    new["status"] = clone(old.get("status") or {}) if subresource != "status" else new.get("status", {})
+
+
+ON_UPDATE: dict[StorageKey, PrepareUpdate] = {
+    registry.PODS: _update_pod,
+    registry.SERVICES: _update_service,
+    registry.CRDS: _update_crd,
+    registry.MUTATING_WEBHOOKS: _as_on_create(ON_CREATE[registry.MUTATING_WEBHOOKS]),
+    registry.VALIDATING_WEBHOOKS: _as_on_create(ON_CREATE[registry.VALIDATING_WEBHOOKS]),
+    registry.NAMESPACES: _update_namespace,
+}
 
 
 # Built-in kinds whose strategies keep metadata.generation (custom resources always do).
 GENERATION_KINDS = frozenset(
     {
-        StorageKey("", "pods"),
-        StorageKey("apps", "deployments"),
-        StorageKey("apiextensions.k8s.io", "customresourcedefinitions"),
-        StorageKey("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-        StorageKey("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        registry.PODS,
+        registry.DEPLOYMENTS,
+        registry.CRDS,
+        registry.MUTATING_WEBHOOKS,
+        registry.VALIDATING_WEBHOOKS,
     }
 )
 
@@ -244,19 +295,16 @@ def validate(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> list[erro
             info.storage_key.resource, str(meta.get("name") or ""), str(meta.get("generateName") or "")
         )
     causes += validation.validate_metadata_keys(meta)
-    key = (info.storage_key.group, info.storage_key.resource)
+    key = info.storage_key
     if info.is_custom:
         causes += validation.validate_schema(info.custom.schema if info.custom else None, obj, old)
-    elif key == ("", "pods"):
+    elif key == registry.PODS:
         causes += validation.validate_pod(obj) if old is None else validation.validate_pod_update(obj, old)
-    elif key == ("", "services"):
+    elif key == registry.SERVICES:
         causes += validation.validate_service(obj)
-    elif key in (
-        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-    ):
+    elif key in (registry.MUTATING_WEBHOOKS, registry.VALIDATING_WEBHOOKS):
         causes += _validate_webhooks(obj)
-    elif key == ("apiextensions.k8s.io", "customresourcedefinitions"):
+    elif key == registry.CRDS:
         causes += _validate_crd(obj)
     return causes
 

@@ -20,15 +20,12 @@ from sandbox.apiserver.admission import AdmissionAttributes
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.patch import PatchType, apply_patch, decode_patch, patch_type_of
-from sandbox.apiserver.registry import ResourceInfo, StorageKey
+from sandbox.apiserver.registry import CRDS, NAMESPACES, SERVICE_ACCOUNTS, ResourceInfo
 from sandbox.apiserver.state import ApiState, timestamp
 
 logger = logging.getLogger(__name__)
 
 
-NAMESPACES = StorageKey("", "namespaces")
-CRDS = StorageKey("apiextensions.k8s.io", "customresourcedefinitions")
-SERVICE_ACCOUNTS = StorageKey("", "serviceaccounts")
 
 
 @dataclass

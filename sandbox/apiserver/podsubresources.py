@@ -11,14 +11,12 @@ from aiohttp import web
 
 from sandbox.apiserver import errors
 from sandbox.apiserver.jsonobj import JsonObj
-from sandbox.apiserver.registry import StorageKey
+from sandbox.apiserver.registry import NODES, PODS
 from sandbox.apiserver.state import ApiState, timestamp
 
 logger = logging.getLogger(__name__)
 
 
-PODS = StorageKey("", "pods")
-NODES = StorageKey("", "nodes")
 LOG_OPTIONS = ("follow", "tailLines", "previous", "timestamps", "sinceSeconds", "limitBytes")
 
 

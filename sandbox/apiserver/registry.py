@@ -68,127 +68,79 @@ class ResourceInfo:
         return self.custom is not None
 
 
-def _core(resource: str, singular: str, kind: str, namespaced: bool = True, **extra: Any) -> ResourceInfo:
-    return ResourceInfo("", "v1", resource, singular, kind, namespaced, **extra)
+def _kind(api_version: str, resource: str, kind: str, namespaced: bool = True, **extra: Any) -> ResourceInfo:
+    """A built-in kind; its singular name is its kind in lower case, as for every built-in."""
+    group, _, version = api_version.rpartition("/")
+    return ResourceInfo(group, version, resource, kind.lower(), kind, namespaced, **extra)
 
 
-def _builtin(
-    group: str, version: str, resource: str, singular: str, kind: str, namespaced: bool = True, **extra: Any
-) -> ResourceInfo:
-    return ResourceInfo(group, version, resource, singular, kind, namespaced, **extra)
+# The buckets the server itself reads and writes, named once.
+PODS = StorageKey("", "pods")
+NODES = StorageKey("", "nodes")
+SERVICES = StorageKey("", "services")
+NAMESPACES = StorageKey("", "namespaces")
+SERVICE_ACCOUNTS = StorageKey("", "serviceaccounts")
+SECRETS = StorageKey("", "secrets")
+LEASES = StorageKey("coordination.k8s.io", "leases")
+DEPLOYMENTS = StorageKey("apps", "deployments")
+PRIORITY_CLASSES = StorageKey("scheduling.k8s.io", "priorityclasses")
+CRDS = StorageKey("apiextensions.k8s.io", "customresourcedefinitions")
+MUTATING_WEBHOOKS = StorageKey("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
+VALIDATING_WEBHOOKS = StorageKey("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+EVENTS = StorageKey("", "events")
 
+ALL = ("all",)
+API_EXTENSIONS = ("api-extensions",)
+STATUS = ("status",)
+RBAC = "rbac.authorization.k8s.io/v1"
+WEBHOOKS = "admissionregistration.k8s.io/v1"
 
 BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
-    _core(
+    _kind(
+        "v1",
         "namespaces",
-        "namespace",
         "Namespace",
         False,
         short_names=("ns",),
         subresources=("status", "finalize"),
-        verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+        verbs=tuple(verb for verb in STANDARD_VERBS if verb != "deletecollection"),
     ),
-    _core("nodes", "node", "Node", False, short_names=("no",), subresources=("status",)),
-    _core(
-        "pods",
-        "pod",
-        "Pod",
-        short_names=("po",),
-        categories=("all",),
-        subresources=("status", "binding", "log"),
+    _kind("v1", "nodes", "Node", False, short_names=("no",), subresources=STATUS),
+    _kind(
+        "v1", "pods", "Pod", short_names=("po",), categories=ALL, subresources=("status", "binding", "log")
     ),
-    _core(
-        "services",
-        "service",
-        "Service",
-        short_names=("svc",),
-        categories=("all",),
-        subresources=("status",),
-        verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+    _kind("v1", "services", "Service", short_names=("svc",), categories=ALL, subresources=STATUS),
+    _kind("v1", "endpoints", "Endpoints", short_names=("ep",)),
+    _kind("v1", "events", "Event", short_names=("ev",)),
+    _kind("v1", "secrets", "Secret"),
+    _kind("v1", "configmaps", "ConfigMap", short_names=("cm",)),
+    _kind("v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    _kind(
+        "apps/v1", "deployments", "Deployment", short_names=("deploy",), categories=ALL, subresources=STATUS
     ),
-    _core("endpoints", "endpoints", "Endpoints", short_names=("ep",)),
-    _core("events", "event", "Event", short_names=("ev",)),
-    _core("secrets", "secret", "Secret"),
-    _core("configmaps", "configmap", "ConfigMap", short_names=("cm",)),
-    _core("serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
-    _builtin(
-        "apps",
-        "v1",
-        "deployments",
-        "deployment",
-        "Deployment",
-        short_names=("deploy",),
-        categories=("all",),
-        subresources=("status",),
+    _kind("events.k8s.io/v1", "events", "Event", short_names=("ev",), storage=EVENTS),
+    _kind("coordination.k8s.io/v1", "leases", "Lease"),
+    _kind(
+        "policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",), subresources=STATUS
     ),
-    _builtin(
-        "events.k8s.io",
-        "v1",
-        "events",
-        "event",
-        "Event",
-        short_names=("ev",),
-        storage=StorageKey("", "events"),
+    _kind("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
+    *(
+        _kind(WEBHOOKS, f"{kind.lower()}s", kind, False, categories=API_EXTENSIONS)
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
     ),
-    _builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
-    _builtin(
-        "policy",
-        "v1",
-        "poddisruptionbudgets",
-        "poddisruptionbudget",
-        "PodDisruptionBudget",
-        short_names=("pdb",),
-        subresources=("status",),
-    ),
-    _builtin(
-        "scheduling.k8s.io",
-        "v1",
-        "priorityclasses",
-        "priorityclass",
-        "PriorityClass",
-        False,
-        short_names=("pc",),
-    ),
-    _builtin(
-        "admissionregistration.k8s.io",
-        "v1",
-        "mutatingwebhookconfigurations",
-        "mutatingwebhookconfiguration",
-        "MutatingWebhookConfiguration",
-        False,
-        categories=("api-extensions",),
-    ),
-    _builtin(
-        "admissionregistration.k8s.io",
-        "v1",
-        "validatingwebhookconfigurations",
-        "validatingwebhookconfiguration",
-        "ValidatingWebhookConfiguration",
-        False,
-        categories=("api-extensions",),
-    ),
-    _builtin(
-        "apiextensions.k8s.io",
-        "v1",
+    _kind(
+        "apiextensions.k8s.io/v1",
         "customresourcedefinitions",
-        "customresourcedefinition",
         "CustomResourceDefinition",
         False,
         short_names=("crd", "crds"),
-        categories=("api-extensions",),
-        subresources=("status",),
+        categories=API_EXTENSIONS,
+        subresources=STATUS,
     ),
-    _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False),
-    _builtin(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "clusterrolebinding",
-        "ClusterRoleBinding",
-        False,
-    ),
-    _builtin("rbac.authorization.k8s.io", "v1", "roles", "role", "Role"),
-    _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding"),
+    _kind(RBAC, "clusterroles", "ClusterRole", False),
+    _kind(RBAC, "clusterrolebindings", "ClusterRoleBinding", False),
+    _kind(RBAC, "roles", "Role"),
+    _kind(RBAC, "rolebindings", "RoleBinding"),
 )
 
 # Group order in discovery, as kube-apiserver lists its groups (custom groups follow).

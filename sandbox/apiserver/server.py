@@ -18,7 +18,7 @@ from sandbox.apiserver.faults import FaultControl, Faults, apply_request
 from sandbox.apiserver.gc import Deleter
 from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.rbac import Authorizer
-from sandbox.apiserver.registry import StorageKey
+from sandbox.apiserver.registry import NAMESPACES, PRIORITY_CLASSES
 from sandbox.apiserver.state import ApiState
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
 from sandbox.apiserver.tls import ServingMaterial, new_serving_material, server_ssl_context
@@ -235,10 +235,10 @@ class ApiServer:
         priority_classes = self.state.registry.lookup("scheduling.k8s.io", "v1", "priorityclasses")
         assert namespaces is not None and priority_classes is not None
         for name in BOOTSTRAP_NAMESPACES:
-            if self.state.storage.get(StorageKey("", "namespaces"), "", name) is None:
+            if self.state.storage.get(NAMESPACES, "", name) is None:
                 await operations.create(self.state, namespaces, "", {"metadata": {"name": name}}, ctx)
         for name, value, description in SYSTEM_PRIORITY_CLASSES:
-            if self.state.storage.get(StorageKey("scheduling.k8s.io", "priorityclasses"), "", name) is None:
+            if self.state.storage.get(PRIORITY_CLASSES, "", name) is None:
                 await operations.create(
                     self.state,
                     priority_classes,

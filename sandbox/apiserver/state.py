@@ -12,15 +12,13 @@ from typing import Any
 from sandbox.apiserver.admission import Admission
 from sandbox.apiserver.auth import TokenAuthenticator
 from sandbox.apiserver.rbac import Authorizer
-from sandbox.apiserver.registry import Registry, StorageKey
+from sandbox.apiserver.registry import LEASES, NODES, Registry
 from sandbox.apiserver.requestlog import RequestLog
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW, Storage
 
 logger = logging.getLogger(__name__)
 
 
-NODES = StorageKey("", "nodes")
-LEASES = StorageKey("coordination.k8s.io", "leases")
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 # A node agent counts as running while its Node's Ready heartbeat is younger than this
 # (kube-controller-manager's node-monitor-grace-period).
