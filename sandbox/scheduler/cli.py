@@ -12,7 +12,7 @@ from kube.events import EventRecorder
 from kube.flags import Flags, positive_number
 from sandbox.foreground import run_in_foreground
 from sandbox.scheduler.runner import Scheduler, SchedulerOptions
-from sandbox.scheduler.snapshot import DEFAULT_SCHEDULER_NAME, VOLCANO_SCHEDULER_NAME
+from sandbox.scheduler.snapshot import SchedulerName
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--scheduler-name",
         None,
-        f"gang-scheduled pods' schedulerName; repeatable (default {VOLCANO_SCHEDULER_NAME})",
+        f"gang-scheduled pods' schedulerName; repeatable (default {SchedulerName.VOLCANO})",
         repeated=True,
         dest="scheduler_names",
         metavar="NAME",
@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--plain-scheduler-name",
         None,
-        f"schedulerName bound one pod at a time; repeatable (default {DEFAULT_SCHEDULER_NAME})",
+        f"schedulerName bound one pod at a time; repeatable (default {SchedulerName.DEFAULT})",
         repeated=True,
         dest="plain_names",
         metavar="NAME",
@@ -55,8 +55,8 @@ def options_from(args: argparse.Namespace) -> SchedulerOptions:
         period=args.period,
         min_interval=args.min_interval if args.min_interval is not None else args.period,
         overcommit_factor=args.overcommit_factor,
-        gang_scheduler_names=frozenset(args.scheduler_names or [VOLCANO_SCHEDULER_NAME]),
-        plain_scheduler_names=frozenset(args.plain_names or [DEFAULT_SCHEDULER_NAME]),
+        gang_scheduler_names=frozenset(args.scheduler_names or [SchedulerName.VOLCANO]),
+        plain_scheduler_names=frozenset(args.plain_names or [SchedulerName.DEFAULT]),
         default_queue=args.default_queue,
     )
 
@@ -64,7 +64,7 @@ def options_from(args: argparse.Namespace) -> SchedulerOptions:
 async def serve(kubeconfig: str | None, options: SchedulerOptions) -> None:
     api = KubeApi(await make_api_client(kubeconfig), user_agent="tfgang-sandbox-scheduler")
     recorder = EventRecorder(api, COMPONENT)
-    plain_recorder = EventRecorder(api, DEFAULT_SCHEDULER_NAME)
+    plain_recorder = EventRecorder(api, SchedulerName.DEFAULT)
     try:
         await Scheduler(api, recorder, options, plain_recorder=plain_recorder).run()
     finally:

@@ -6,11 +6,12 @@ The session computes these without I/O; the scheduler loop carries them out agai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, TypedDict
+from typing import TypedDict
 
 from kube.events import EventKey
 from kubeobjects.volcano import PodGroupCondition as PodGroupCondition
 from kubeobjects.volcano import PodGroupStatus as PodGroupStatus
+from sandbox.scheduler.snapshot import ObjectRef, SchedulerName
 
 
 class PodCondition(TypedDict):
@@ -22,27 +23,19 @@ class PodCondition(TypedDict):
     message: str
 
 
-GANG: Final = "volcano"
-PLAIN: Final = "default-scheduler"
-
-
 @dataclass(frozen=True)
-class Bind:
-    namespace: str
-    name: str
-    uid: str
+class Bind(ObjectRef):
+    """Bind this pod to ``node``."""
+
     node: str
-    source: str = GANG
-    """Which scheduler decided: ``volcano`` or ``default-scheduler`` (the events' source)."""
+    source: SchedulerName = SchedulerName.VOLCANO
+    """Which scheduler decided (the events' source)."""
 
 
 @dataclass(frozen=True)
-class PodUnschedulable:
+class PodUnschedulable(ObjectRef):
     """Set the pod's ``PodScheduled`` condition to False with this reason and message."""
 
-    namespace: str
-    name: str
-    uid: str
     condition: PodCondition
 
 
@@ -57,7 +50,18 @@ class PodGroupStatusWrite:
 class EventNote(EventKey):
     """An event to record about a Pod or a PodGroup; ``source`` names the recording component."""
 
-    source: str = GANG
+    source: SchedulerName = SchedulerName.VOLCANO
+
+    @classmethod
+    def about_pod(
+        cls,
+        pod: ObjectRef,
+        type_: str,
+        reason: str,
+        message: str,
+        source: SchedulerName = SchedulerName.VOLCANO,
+    ) -> EventNote:
+        return cls("v1", "Pod", pod.namespace, pod.name, pod.uid, type_, reason, message, source)
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def _event(job: JobInfo, type_: str, reason: str, message: str) -> EventNote:
 
 
 def _pod_event(task: TaskInfo, reason: str, message: str) -> EventNote:
-    return EventNote("v1", "Pod", task.namespace, task.name, task.uid, "Warning", reason, message)
+    return EventNote.about_pod(task, "Warning", reason, message)
 
 
 def pod_unschedulable(task: TaskInfo, reason: str, message: str, now: str) -> PodUnschedulable | None:

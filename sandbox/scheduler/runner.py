@@ -31,8 +31,6 @@ from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1
 from kube.store import Store
 from kubeobjects.meta import Meta
 from sandbox.scheduler.decisions import (
-    GANG,
-    PLAIN,
     Bind,
     EventNote,
     PodGroupStatusWrite,
@@ -43,9 +41,8 @@ from sandbox.scheduler.gang import GangConfig
 from sandbox.scheduler.pgcontroller import implicit_groups
 from sandbox.scheduler.session import run_session
 from sandbox.scheduler.snapshot import (
-    DEFAULT_SCHEDULER_NAME,
     GROUP_NAME_ANNOTATION,
-    VOLCANO_SCHEDULER_NAME,
+    SchedulerName,
     build_snapshot,
 )
 
@@ -63,8 +60,8 @@ class SchedulerOptions:
     periodic as in Volcano, so what changes within one period is seen together; tests lower it
     to react to changes at once."""
     overcommit_factor: float = 1.2
-    gang_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({VOLCANO_SCHEDULER_NAME}))
-    plain_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({DEFAULT_SCHEDULER_NAME}))
+    gang_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({SchedulerName.VOLCANO}))
+    plain_scheduler_names: frozenset[str] = field(default_factory=lambda: frozenset({SchedulerName.DEFAULT}))
     default_queue: str = "default"
     volcano_sync_grace: float = 10.0
     """Seconds to wait for the PodGroup and Queue caches before scheduling plain pods regardless
@@ -103,7 +100,7 @@ class Scheduler:
     ) -> None:
         """Volcano's events go to ``recorder``, the plain scheduler's to ``plain_recorder`` (or the same)."""
         self._api = api
-        self._recorders = {GANG: recorder, PLAIN: plain_recorder or recorder}
+        self._recorders = {SchedulerName.VOLCANO: recorder, SchedulerName.DEFAULT: plain_recorder or recorder}
         self._options = options
         self._wake = asyncio.Event()
         # Our binds and status writes over the caches until the watches bring them back.
@@ -269,7 +266,7 @@ class Scheduler:
             "metadata": {"name": bind.name, "namespace": bind.namespace, "uid": bind.uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
         }
-        key = f"{bind.namespace}/{bind.name}"
+        key = bind.key
         cached = self._stores["pods"].get(key)
         try:
             await self._api.create(
@@ -284,9 +281,7 @@ class Scheduler:
         logger.info("bound %s to %s", key, bind.node)
         message = f"Successfully assigned {key} to {bind.node}"
         self._record(
-            EventNote(
-                "v1", "Pod", bind.namespace, bind.name, bind.uid, "Normal", "Scheduled", message, bind.source
-            )
+            EventNote.about_pod(bind, "Normal", "Scheduled", message, bind.source)
         )
         if cached is not None:
             assumed = copy.deepcopy(cached)

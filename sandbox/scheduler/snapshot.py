@@ -17,9 +17,15 @@ from sandbox.scheduler.resources import add, node_allocatable, parse_resources, 
 
 GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
 TASK_SPEC_KEY: Final = "volcano.sh/task-spec"
-VOLCANO_SCHEDULER_NAME: Final = "volcano"
-DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 DEFAULT_QUEUE: Final = "default"
+
+
+class SchedulerName(enum.StrEnum):
+    """The two schedulers the sandbox plays, by the ``schedulerName`` pods ask for them with; each
+    also records its events under that name."""
+
+    VOLCANO = "volcano"
+    DEFAULT = "default-scheduler"
 
 
 class TaskStatus(enum.Enum):
@@ -56,10 +62,20 @@ class NodeInfo:
 
 
 @dataclass(frozen=True)
-class TaskInfo:
+class ObjectRef:
+    """A namespaced object a session decides about: where it is, and which incarnation (its uid)."""
+
     namespace: str
     name: str
     uid: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class TaskInfo(ObjectRef):
     demand: Mapping[str, int]
     status: TaskStatus
     node_name: str
@@ -73,18 +89,11 @@ class TaskInfo:
     affinity_terms: tuple[Mapping[str, Any], ...]
     scheduled_condition: Mapping[str, Any] | None
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
 
 @dataclass(frozen=True)
-class JobInfo:
+class JobInfo(ObjectRef):
     """A PodGroup and the tasks that name it."""
 
-    namespace: str
-    name: str
-    uid: str
     min_member: int
     min_resources: Mapping[str, int] | None
     queue: str
@@ -93,10 +102,6 @@ class JobInfo:
     counters: Mapping[str, int]
     created: str
     tasks: tuple[TaskInfo, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def priority(self) -> int:
@@ -159,7 +164,7 @@ def build_task(pod: Mapping[str, Any]) -> TaskInfo:
         demand=pod_demand(pod),
         status=task_status(pod),
         node_name=str(spec.get("nodeName") or ""),
-        scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME),
+        scheduler_name=str(spec.get("schedulerName") or SchedulerName.DEFAULT),
         group_name=str(annotations.get(GROUP_NAME_ANNOTATION) or ""),
         role=str(annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY) or ""),
         priority=int(spec.get("priority") or 0),
@@ -233,8 +238,8 @@ def build_snapshot(
     podgroups: Iterable[Mapping[str, Any]],
     queues: Iterable[Mapping[str, Any]],
     *,
-    gang_scheduler_names: frozenset[str] = frozenset({VOLCANO_SCHEDULER_NAME}),
-    plain_scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER_NAME}),
+    gang_scheduler_names: frozenset[str] = frozenset({SchedulerName.VOLCANO}),
+    plain_scheduler_names: frozenset[str] = frozenset({SchedulerName.DEFAULT}),
 ) -> Snapshot:
     problems: list[str] = []
     tasks: list[TaskInfo] = []
