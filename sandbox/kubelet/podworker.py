@@ -14,7 +14,7 @@ import datetime
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from sandbox.kubelet.podstatus import (
 )
 from sandbox.kubelet.process import ContainerProcess, StartFailed
 from sandbox.kubelet.slots import (
+    ContainerMessage,
     ContainerSlot,
     Exited,
     Message,
@@ -260,38 +261,44 @@ class PodWorker:
         await self._publish()
 
     async def _event_loop(self) -> None:
-        while not self._gone:
-            if self._deleting:
-                await self._terminate()
-                return
-            message = await self._inbox.get()
-            if isinstance(message, PodRemoved):
-                return
-            if isinstance(message, PodChanged):
-                continue
-            slot = self._slots.get(message.container) or self._init_slots.get(message.container)
-            if slot is None or message.generation != slot.generation or self._final_phase is not None:
-                continue
-            if isinstance(message, Exited):
-                await self._on_exit(slot, message.returncode)
-            elif isinstance(message, ShowBackoff):
-                await self._show_backoff(slot)
-            elif isinstance(message, RestartDue):
-                ran_before = isinstance(slot.record.state, Terminated) or slot.record.last_state is not None
-                await self._start(slot, await self._sources(), restart=ran_before)
-                if ran_before:
-                    await asyncio.sleep(self._settings.restart_report_lag)
-                await self._publish()
+        await self._serve_inbox(self._terminate, self._on_message)
         # the pod is gone from the API: nothing left to report
 
     async def _await_deletion(self) -> None:
+        await self._serve_inbox(self._final_delete, self._ignore)
+
+    async def _serve_inbox(
+        self, on_deleting: Callable[[], Awaitable[None]], handle: Callable[[Message], Awaitable[None]]
+    ) -> None:
+        """Handle inbox messages until the pod is deleting (then ``on_deleting``) or gone from the API."""
         while not self._gone:
             if self._deleting:
-                await self._final_delete()
+                await on_deleting()
                 return
             message = await self._inbox.get()
             if isinstance(message, PodRemoved):
                 return
+            await handle(message)
+
+    async def _ignore(self, message: Message) -> None:
+        pass
+
+    async def _on_message(self, message: Message) -> None:
+        if not isinstance(message, ContainerMessage):
+            return
+        slot = self._slots.get(message.container) or self._init_slots.get(message.container)
+        if slot is None or message.generation != slot.generation or self._final_phase is not None:
+            return
+        if isinstance(message, Exited):
+            await self._on_exit(slot, message.returncode)
+        elif isinstance(message, ShowBackoff):
+            await self._show_backoff(slot)
+        elif isinstance(message, RestartDue):
+            ran_before = isinstance(slot.record.state, Terminated) or slot.record.last_state is not None
+            await self._start(slot, await self._sources(), restart=ran_before)
+            if ran_before:
+                await asyncio.sleep(self._settings.restart_report_lag)
+            await self._publish()
 
     async def _start(
         self, slot: ContainerSlot, sources: Mapping[SourceKey, Mapping[str, str]], *, restart: bool

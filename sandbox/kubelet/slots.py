@@ -13,28 +13,28 @@ from sandbox.kubelet.process import ContainerProcess
 
 
 @dataclass(frozen=True)
-class Exited:
-    """A container's main process ended (``generation`` tells stale instances apart)."""
+class ContainerMessage:
+    """A message about one instance of a container: ``generation`` tells stale instances apart."""
 
     container: str
     generation: int
+
+
+@dataclass(frozen=True)
+class Exited(ContainerMessage):
+    """The container's main process ended."""
+
     returncode: int
 
 
 @dataclass(frozen=True)
-class ShowBackoff:
+class ShowBackoff(ContainerMessage):
     """Time to report the crash-loop wait."""
-
-    container: str
-    generation: int
 
 
 @dataclass(frozen=True)
-class RestartDue:
+class RestartDue(ContainerMessage):
     """The back-off has passed (or a config error is to be retried): start the container."""
-
-    container: str
-    generation: int
 
 
 @dataclass(frozen=True)

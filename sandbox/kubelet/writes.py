@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Generic, TypeVar
 
 from kube.errors import ApiError, NotFound, is_retryable
@@ -58,30 +59,28 @@ async def retrying(
             await asyncio.sleep(delay)
 
 
+def _set_event() -> asyncio.Event:
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
+@dataclass(eq=False)
 class LatestWriter(Generic[T]):
     """One object's writes, one at a time, the newest folded into any that is still waiting."""
 
-    def __init__(
-        self,
-        what: str,
-        send: Callable[[T], Awaitable[object]],
-        fold: Callable[[T, T], T],
-        *,
-        on_gone: Callable[[], None] | None = None,
-        backoff: Backoff = WRITE_BACKOFF,
-    ) -> None:
-        self._what = what
-        self._send = send
-        self._fold = fold
-        self._on_gone = on_gone
-        self._backoff = backoff
-        self._pending: T | None = None
-        self._waiters: list[asyncio.Future[bool]] = []
-        self._failures = 0
-        self._task: asyncio.Task[None] | None = None
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self.gone = False
+    what: str
+    send: Callable[[T], Awaitable[object]]
+    fold: Callable[[T, T], T]
+    _: KW_ONLY
+    on_gone: Callable[[], None] | None = None
+    backoff: Backoff = WRITE_BACKOFF
+    gone: bool = field(default=False, init=False)
+    _pending: T | None = field(default=None, init=False)
+    _waiters: list[asyncio.Future[bool]] = field(default_factory=list, init=False)
+    _failures: int = field(default=0, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _idle: asyncio.Event = field(default_factory=_set_event, init=False)
 
     @property
     def failing(self) -> bool:
@@ -92,10 +91,10 @@ class LatestWriter(Generic[T]):
         """Hand ``value`` over; True once it landed, False if it waits for the API server."""
         if self.gone:
             return False
-        self._pending = value if self._pending is None else self._fold(self._pending, value)
+        self._pending = value if self._pending is None else self.fold(self._pending, value)
         self._idle.clear()
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"write-{self._what}")
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"write-{self.what}")
         if self.failing:
             return False
         waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -127,7 +126,7 @@ class LatestWriter(Generic[T]):
                 # Only those who handed over what this try sends hear how it went.
                 sent, self._waiters = self._waiters, []
                 try:
-                    await self._send(value)
+                    await self.send(value)
                 except (NotFound, Gone):
                     self._answer(False, sent)
                     self._gone()
@@ -135,20 +134,20 @@ class LatestWriter(Generic[T]):
                 except Exception as error:
                     self._answer(False, sent)
                     if not is_retryable(error):
-                        logger.error("%s: dropping a write that cannot succeed: %s", self._what, error)
+                        logger.error("%s: dropping a write that cannot succeed: %s", self.what, error)
                         continue
                     self._failures += 1
                     # What failed goes again, with anything newer folded on top of it.
-                    self._pending = value if self._pending is None else self._fold(value, self._pending)
-                    delay = _retry_delay(error, self._failures, self._backoff)
+                    self._pending = value if self._pending is None else self.fold(value, self._pending)
+                    delay = _retry_delay(error, self._failures, self.backoff)
                     logger.warning(
                         "%s: write failed (try %d), retrying in %.1fs: %s",
-                        self._what, self._failures, delay, error,
+                        self.what, self._failures, delay, error,
                     )  # fmt: skip
                     await asyncio.sleep(delay)
                     continue
                 if self._failures:
-                    logger.info("%s: written after %d failed tries", self._what, self._failures)
+                    logger.info("%s: written after %d failed tries", self.what, self._failures)
                 self._failures = 0
                 self._answer(True, sent)
         finally:
@@ -160,8 +159,8 @@ class LatestWriter(Generic[T]):
         self._pending = None
         self._answer(False)
         self._idle.set()
-        if self._on_gone is not None:
-            self._on_gone()
+        if self.on_gone is not None:
+            self.on_gone()
 
 
 def newest(_older: T, newer: T) -> T:
