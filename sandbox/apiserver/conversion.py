@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sandbox.apiserver.jsonobj import JsonObj
 
 # events.k8s.io/v1 field -> core/v1 field
@@ -19,26 +21,26 @@ _RENAMES = {
 _SHARED = ("metadata", "eventTime", "series", "action", "reason", "type")
 
 
+def _convert(
+    source: JsonObj, api_version: str, renames: Iterable[tuple[str, str]], skip_empty: bool
+) -> JsonObj:
+    converted: JsonObj = {"apiVersion": api_version, "kind": "Event"}
+    converted.update((name, source[name]) for name in _SHARED if name in source)
+    for theirs, ours in renames:
+        if theirs in source and not (skip_empty and source[theirs] in (None, "", {})):
+            converted[ours] = source[theirs]
+    return converted
+
+
 def event_to_core(event: JsonObj) -> JsonObj:
-    core: JsonObj = {"apiVersion": "v1", "kind": "Event"}
-    for name in _SHARED:
-        if name in event:
-            core[name] = event[name]
-    for new, old in _RENAMES.items():
-        if new in event:
-            core[old] = event[new]
+    core = _convert(event, "v1", _RENAMES.items(), skip_empty=False)
     core.setdefault("involvedObject", {})
     return core
 
 
 def event_from_core(core: JsonObj) -> JsonObj:
-    event: JsonObj = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
-    for name in _SHARED:
-        if name in core:
-            event[name] = core[name]
-    for new, old in _RENAMES.items():
-        if old in core and core[old] not in (None, "", {}):
-            event[new] = core[old]
+    # core/v1 writers leave the fields events.k8s.io/v1 has no use for empty: they are not carried over
+    event = _convert(core, "events.k8s.io/v1", [(old, new) for new, old in _RENAMES.items()], skip_empty=True)
     event.setdefault("eventTime", None)
     return event
 

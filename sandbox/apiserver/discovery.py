@@ -54,6 +54,12 @@ def api_group(registry: Registry, group: str) -> JsonObj | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}
 
 
+def _aliases(info: ResourceInfo) -> JsonObj:
+    """``shortNames`` and ``categories``, each only when there are some, as both discovery forms have them."""
+    named = (("shortNames", info.short_names), ("categories", info.categories))
+    return {key: list(values) for key, values in named if values}
+
+
 def _resource_entries(info: ResourceInfo) -> list[JsonObj]:
     main: JsonObj = {
         "name": info.resource,
@@ -61,11 +67,8 @@ def _resource_entries(info: ResourceInfo) -> list[JsonObj]:
         "namespaced": info.namespaced,
         "kind": info.kind,
         "verbs": list(info.verbs),
+        **_aliases(info),
     }
-    if info.short_names:
-        main["shortNames"] = list(info.short_names)
-    if info.categories:
-        main["categories"] = list(info.categories)
     entries = [main]
     for sub in info.subresources:
         entries.append(
@@ -101,11 +104,8 @@ def _discovery_resource(info: ResourceInfo) -> JsonObj:
         "scope": "Namespaced" if info.namespaced else "Cluster",
         "singularResource": info.singular,
         "verbs": list(info.verbs),
+        **_aliases(info),
     }
-    if info.short_names:
-        entry["shortNames"] = list(info.short_names)
-    if info.categories:
-        entry["categories"] = list(info.categories)
     if info.subresources:
         entry["subresources"] = [
             {

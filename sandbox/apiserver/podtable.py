@@ -9,25 +9,37 @@ pod that is not finished. RESTARTS shows ``N (Xs ago)`` from the last terminatio
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 from kubeobjects.meta import Meta
 from kubeobjects.times import age, human_duration, parse_time
 from sandbox.apiserver.jsonobj import JsonObj
 
-Column = tuple[str, str, str, int]  # name, type, format, priority
+
+class Column(NamedTuple):
+    """A column definition as kube-apiserver's printers declare it; priority 1 shows only with ``-o wide``."""
+
+    name: str
+    type: str = "string"
+    format: str = ""
+    priority: int = 0
+
+
+NAME: Final = Column("Name", format="name")
+
+
+def shown(*names: str) -> list[Column]:
+    return [Column(name) for name in names]
+
+
+def wide(*names: str) -> list[Column]:
+    return [Column(name, priority=1) for name in names]
 
 
 POD_COLUMNS: list[Column] = [
-    ("Name", "string", "name", 0),
-    ("Ready", "string", "", 0),
-    ("Status", "string", "", 0),
-    ("Restarts", "string", "", 0),
-    ("Age", "string", "", 0),
-    ("IP", "string", "", 1),
-    ("Node", "string", "", 1),
-    ("Nominated Node", "string", "", 1),
-    ("Readiness Gates", "string", "", 1),
+    NAME,
+    *shown("Ready", "Status", "Restarts", "Age"),
+    *wide("IP", "Node", "Nominated Node", "Readiness Gates"),
 ]
 
 

@@ -17,23 +17,16 @@ from kubeobjects.meta import Meta
 from kubeobjects.times import age, since
 from sandbox.apiserver import conversion, jsonpath
 from sandbox.apiserver.jsonobj import JsonObj
-from sandbox.apiserver.podtable import POD_COLUMNS, Column, pod_row
+from sandbox.apiserver.podtable import NAME, POD_COLUMNS, Column, pod_row, shown, wide
 from sandbox.apiserver.registry import ResourceInfo
 
 RowPrinter = Callable[[JsonObj, datetime.datetime], list[Any]]
 
 # --- other built-ins -----------------------------------------------------------------------------
 NODE_COLUMNS: list[Column] = [
-    ("Name", "string", "name", 0),
-    ("Status", "string", "", 0),
-    ("Roles", "string", "", 0),
-    ("Age", "string", "", 0),
-    ("Version", "string", "", 0),
-    ("Internal-IP", "string", "", 1),
-    ("External-IP", "string", "", 1),
-    ("OS-Image", "string", "", 1),
-    ("Kernel-Version", "string", "", 1),
-    ("Container-Runtime", "string", "", 1),
+    NAME,
+    *shown("Status", "Roles", "Age", "Version"),
+    *wide("Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"),
 ]
 
 
@@ -67,13 +60,9 @@ def node_row(node: JsonObj, now: datetime.datetime) -> list[Any]:
 
 
 SERVICE_COLUMNS: list[Column] = [
-    ("Name", "string", "name", 0),
-    ("Type", "string", "", 0),
-    ("Cluster-IP", "string", "", 0),
-    ("External-IP", "string", "", 0),
-    ("Port(s)", "string", "", 0),
-    ("Age", "string", "", 0),
-    ("Selector", "string", "", 1),
+    NAME,
+    *shown("Type", "Cluster-IP", "External-IP", "Port(s)", "Age"),
+    *wide("Selector"),
 ]
 
 
@@ -97,16 +86,12 @@ def service_row(service: JsonObj, now: datetime.datetime) -> list[Any]:
 
 
 EVENT_COLUMNS: list[Column] = [
-    ("Last Seen", "string", "", 0),
-    ("Type", "string", "", 0),
-    ("Reason", "string", "", 0),
-    ("Object", "string", "", 0),
-    ("Subobject", "string", "", 1),
-    ("Source", "string", "", 1),
-    ("Message", "string", "", 0),
-    ("First Seen", "string", "", 1),
-    ("Count", "integer", "", 1),
-    ("Name", "string", "", 1),
+    *shown("Last Seen", "Type", "Reason", "Object"),
+    *wide("Subobject", "Source"),
+    *shown("Message"),
+    *wide("First Seen"),
+    Column("Count", "integer", priority=1),
+    *wide("Name"),
 ]
 
 
@@ -149,7 +134,7 @@ def event_row(event: JsonObj, now: datetime.datetime) -> list[Any]:
 
 
 def _simple(columns: list[Column], cells: Callable[[JsonObj], list[Any]]) -> tuple[list[Column], RowPrinter]:
-    full = [("Name", "string", "name", 0), *columns]
+    full = [NAME, *columns]
     age_index = next((i for i, c in enumerate(full) if c[0] == "Age"), None)
 
     def row(obj: JsonObj, now: datetime.datetime) -> list[Any]:
@@ -161,7 +146,8 @@ def _simple(columns: list[Column], cells: Callable[[JsonObj], list[Any]]) -> tup
     return full, row
 
 
-_AGE: Column = ("Age", "string", "", 0)
+_AGE = Column("Age")
+_WEBHOOKS = _simple([Column("Webhooks", "integer"), _AGE], lambda o: [len(o.get("webhooks") or []), None])
 
 BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], RowPrinter]] = {
     ("", "pods"): (POD_COLUMNS, pod_row),
@@ -169,42 +155,38 @@ BUILTIN_PRINTERS: dict[tuple[str, str], tuple[list[Column], RowPrinter]] = {
     ("", "services"): (SERVICE_COLUMNS, service_row),
     ("", "events"): (EVENT_COLUMNS, event_row),
     ("", "namespaces"): _simple(
-        [("Status", "string", "", 0), _AGE], lambda o: [(o.get("status") or {}).get("phase", ""), None]
+        [Column("Status"), _AGE], lambda o: [(o.get("status") or {}).get("phase", ""), None]
     ),
     ("", "configmaps"): _simple(
-        [("Data", "integer", "", 0), _AGE],
+        [Column("Data", "integer"), _AGE],
         lambda o: [len(o.get("data") or {}) + len(o.get("binaryData") or {}), None],
     ),
     ("", "secrets"): _simple(
-        [("Type", "string", "", 0), ("Data", "integer", "", 0), _AGE],
+        [Column("Type"), Column("Data", "integer"), _AGE],
         lambda o: [o.get("type", ""), len(o.get("data") or {}), None],
     ),
     ("", "serviceaccounts"): _simple(
-        [("Secrets", "integer", "", 0), _AGE], lambda o: [len(o.get("secrets") or []), None]
+        [Column("Secrets", "integer"), _AGE], lambda o: [len(o.get("secrets") or []), None]
     ),
     ("coordination.k8s.io", "leases"): _simple(
-        [("Holder", "string", "", 0), _AGE], lambda o: [(o.get("spec") or {}).get("holderIdentity", ""), None]
+        [Column("Holder"), _AGE], lambda o: [(o.get("spec") or {}).get("holderIdentity", ""), None]
     ),
     ("scheduling.k8s.io", "priorityclasses"): _simple(
         [
-            ("Value", "integer", "", 0),
-            ("Global-Default", "boolean", "", 0),
+            Column("Value", "integer"),
+            Column("Global-Default", "boolean"),
             _AGE,
-            ("PreemptionPolicy", "string", "", 0),
+            Column("PreemptionPolicy"),
         ],
         lambda o: [o.get("value", 0), bool(o.get("globalDefault")), None, o.get("preemptionPolicy", "")],
     ),
-    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _simple(
-        [("Webhooks", "integer", "", 0), _AGE], lambda o: [len(o.get("webhooks") or []), None]
-    ),
-    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _simple(
-        [("Webhooks", "integer", "", 0), _AGE], lambda o: [len(o.get("webhooks") or []), None]
-    ),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _WEBHOOKS,
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _WEBHOOKS,
     ("apiextensions.k8s.io", "customresourcedefinitions"): _simple(
-        [("Created At", "date", "", 0)], lambda o: [(o.get("metadata") or {}).get("creationTimestamp")]
+        [Column("Created At", "date")], lambda o: [(o.get("metadata") or {}).get("creationTimestamp")]
     ),
     ("apps", "deployments"): _simple(
-        [("Ready", "string", "", 0), ("Up-to-date", "integer", "", 0), ("Available", "integer", "", 0), _AGE],
+        [Column("Ready"), Column("Up-to-date", "integer"), Column("Available", "integer"), _AGE],
         lambda o: [
             f"{(o.get('status') or {}).get('readyReplicas', 0)}/{(o.get('spec') or {}).get('replicas', 0)}",
             (o.get("status") or {}).get("updatedReplicas", 0),
@@ -242,9 +224,9 @@ def custom_printer(info: ResourceInfo) -> tuple[list[Column], RowPrinter]:
     columns_spec = list(info.custom.printer_columns) if info.custom else []
     if not columns_spec:
         columns_spec = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
-    columns: list[Column] = [("Name", "string", "name", 0)]
+    columns: list[Column] = [NAME]
     columns += [
-        (
+        Column(
             str(c.get("name", "")),
             str(c.get("type", "string")),
             str(c.get("format", "")),
