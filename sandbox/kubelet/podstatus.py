@@ -7,6 +7,7 @@ deleted), else Running (a restart is coming). A container waiting to restart cou
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired, TypedDict
@@ -20,11 +21,15 @@ from sandbox.kubelet.containers import (
     container_status_wire,
 )
 
-PENDING: Final = "Pending"
-RUNNING: Final = "Running"
-SUCCEEDED: Final = "Succeeded"
-FAILED: Final = "Failed"
-TERMINAL_PHASES: Final = frozenset({SUCCEEDED, FAILED})
+
+class PodPhase(enum.StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+TERMINAL_PHASES: Final = frozenset({PodPhase.SUCCEEDED, PodPhase.FAILED})
 CONDITION_ORDER: Final = (
     "PodReadyToStartContainers",
     "Initialized",
@@ -102,11 +107,11 @@ def compute_phase(
     containers: Sequence[ContainerRecord],
     deleting: bool = False,
     init_containers: Sequence[ContainerRecord] = (),
-) -> str:
+) -> PodPhase:
     if not all(init_succeeded(r) for r in init_containers):
         # Still initializing: Pending, unless an init container failed for good.
         failed = any(init_failed(r) for r in init_containers)
-        return FAILED if failed and (restart_policy == "Never" or deleting) else PENDING
+        return PodPhase.FAILED if failed and (restart_policy == "Never" or deleting) else PodPhase.PENDING
     waiting = running = stopped = succeeded = 0
     for record in containers:
         state = record.state
@@ -121,20 +126,20 @@ def compute_phase(
         else:
             waiting += 1
     if waiting:
-        return PENDING
+        return PodPhase.PENDING
     if running:
-        return RUNNING
+        return PodPhase.RUNNING
     if not stopped:
-        return PENDING
+        return PodPhase.PENDING
     if deleting:
-        return SUCCEEDED if stopped == succeeded else FAILED
+        return PodPhase.SUCCEEDED if stopped == succeeded else PodPhase.FAILED
     if restart_policy == "Always":
-        return RUNNING
+        return PodPhase.RUNNING
     if stopped == succeeded:
-        return SUCCEEDED
+        return PodPhase.SUCCEEDED
     if restart_policy == "Never":
-        return FAILED
-    return RUNNING
+        return PodPhase.FAILED
+    return PodPhase.RUNNING
 
 
 def _condition(

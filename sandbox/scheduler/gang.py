@@ -28,12 +28,15 @@ from sandbox.scheduler.decisions import (
 from sandbox.scheduler.enqueue import EnqueueAccount
 from sandbox.scheduler.ledger import Ledger
 from sandbox.scheduler.placement import Placement, binpack_score
+from sandbox.scheduler.podgroupstatus import PodGroupPhase
 from sandbox.scheduler.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus
 
 PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 SCHEDULABLE: Final = "Schedulable"
 UNSCHEDULABLE: Final = "Unschedulable"
 FAILED_SCHEDULING: Final = "FailedScheduling"
+_AWAITING_ADMISSION: Final = frozenset({"", PodGroupPhase.PENDING})
+"""Phases of a gang that enqueue has not admitted yet."""
 _VALID: Final = frozenset({TaskStatus.PENDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
 
 
@@ -124,11 +127,11 @@ def schedule_gangs(
     admitted: list[JobInfo] = []
     stored_phase = {job.key: job.phase for job in jobs}
     for job in jobs:
-        if job.phase in ("", pgs.PENDING):
+        if job.phase in _AWAITING_ADMISSION:
             verdict = account.judge(job, snapshot.queues[job.queue])
             if verdict.admitted:
                 account.admit(job)
-                job = replace(job, phase=pgs.INQUEUE)
+                job = replace(job, phase=PodGroupPhase.INQUEUE)
             else:
                 rejections[job.key] = verdict.message
                 events.append(_event(job, "Normal", UNSCHEDULABLE, verdict.message))
@@ -137,7 +140,7 @@ def schedule_gangs(
     for job in admitted:
         # Only a gang still waiting for admission is skipped (Volcano's allocate skips Pending jobs).
         attempt = (
-            _try_allocate(job, ledger) if job.phase not in ("", pgs.PENDING) else _Attempt({}, {}, False)
+            _try_allocate(job, ledger) if job.phase not in _AWAITING_ADMISSION else _Attempt({}, {}, False)
         )
         statuses = [
             TaskStatus.BOUND if attempt.committed and task.uid in attempt.placed else task.status
@@ -194,7 +197,7 @@ def schedule_gangs(
             writes.append(PodGroupStatusWrite(job.namespace, job.name, status))
         if gang_ready and job.tasks and not old_scheduled:
             events.append(_event(job, "Normal", pgs.SCHEDULED_TYPE, pgs.POD_GROUP_READY))
-        if phase in (pgs.PENDING, pgs.INQUEUE, pgs.UNKNOWN):
+        if phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN):
             message = f"{len(pending_tasks)}/{len(job.tasks)} tasks in gang unschedulable: {fit}"
             events.append(_event(job, "Warning", UNSCHEDULABLE, message))
         for task in pending_tasks:

@@ -10,6 +10,7 @@ Rules (reference volcano.md §1.4, §1.5), applied in order each session:
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -17,11 +18,14 @@ from typing import Any, Final
 from sandbox.scheduler.decisions import PodGroupCondition, PodGroupStatus
 from sandbox.scheduler.snapshot import TaskStatus
 
-PENDING: Final = "Pending"
-INQUEUE: Final = "Inqueue"
-RUNNING: Final = "Running"
-UNKNOWN: Final = "Unknown"
-COMPLETED: Final = "Completed"
+
+class PodGroupPhase(enum.StrEnum):
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
 
 UNSCHEDULABLE_TYPE: Final = "Unschedulable"
 SCHEDULED_TYPE: Final = "Scheduled"
@@ -43,15 +47,15 @@ def ready_count(statuses: Iterable[TaskStatus]) -> int:
 
 def compute_phase(
     current: str, min_member: int, statuses: Sequence[TaskStatus], unschedulable_now: bool
-) -> str:
+) -> PodGroupPhase:
     if unschedulable_now and any(s is TaskStatus.RUNNING for s in statuses):
-        return UNKNOWN
+        return PodGroupPhase.UNKNOWN
     scheduled = [s for s in statuses if s in _SCHEDULED]
     if len(scheduled) >= min_member:
         if all(s in (TaskStatus.SUCCEEDED, TaskStatus.FAILED) for s in scheduled):
-            return COMPLETED
-        return RUNNING
-    return INQUEUE if current == INQUEUE else PENDING
+            return PodGroupPhase.COMPLETED
+        return PodGroupPhase.RUNNING
+    return PodGroupPhase.INQUEUE if current == PodGroupPhase.INQUEUE else PodGroupPhase.PENDING
 
 
 def histogram(items: Iterable[str]) -> str:
@@ -66,7 +70,7 @@ def fit_error(statuses: Sequence[TaskStatus], min_member: int, pending_reasons: 
     parts = sorted(f"{count} {name}" for name, count in counts.items())
     message = f"{POD_GROUP_NOT_READY}, {', '.join(parts)}"
     if pending_reasons:
-        message += f"; {PENDING}: {histogram(pending_reasons)}"
+        message += f"; {TaskStatus.PENDING.value}: {histogram(pending_reasons)}"
     return message
 
 
