@@ -6,16 +6,14 @@ alone is a valid spec. Quantities are checked here, so a typo fails at start wit
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from kubeobjects import names
 from kubeobjects.quantity import QuantityError, parse_milli
 
 DEFAULT_CAPACITY: Final[Mapping[str, str]] = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-_NODE_NAME: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_RESOURCE_NAME: Final = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
 class NodeSpecError(ValueError):
@@ -31,7 +29,7 @@ class NodeSpec:
 def _parse_one(part: str) -> NodeSpec:
     name, _, resources = part.partition(":")
     name = name.strip()
-    if not name or len(name) > 253 or not _NODE_NAME.match(name):
+    if not name or names.dns1123_subdomain_errors(name):
         raise NodeSpecError(f"invalid node name {name!r}: must be a lower-case DNS subdomain")
     capacity = dict(DEFAULT_CAPACITY)
     for item in filter(None, (r.strip() for r in resources.split(","))):
@@ -39,7 +37,7 @@ def _parse_one(part: str) -> NodeSpec:
         key, value = key.strip(), value.strip()
         if not sep or not key or not value:
             raise NodeSpecError(f"node {name}: expected resource=quantity, got {item!r}")
-        if not _RESOURCE_NAME.match(key):
+        if names.qualified_name_errors(key):
             raise NodeSpecError(f"node {name}: invalid resource name {key!r}")
         try:
             parse_milli(value)
@@ -54,8 +52,8 @@ def parse_nodes(text: str) -> list[NodeSpec]:
     specs = [_parse_one(part) for part in text.split(";") if part.strip()]
     if not specs:
         raise NodeSpecError("no nodes given: expected e.g. las1:cpu=8,memory=32Gi")
-    names = [spec.name for spec in specs]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    node_names = [spec.name for spec in specs]
+    duplicates = sorted({n for n in node_names if node_names.count(n) > 1})
     if duplicates:
         raise NodeSpecError(f"node names must be unique: {', '.join(duplicates)}")
     return specs

@@ -64,6 +64,7 @@ def test_parse_nodes_with_defaults_and_overrides() -> None:
     assert [s.name for s in specs] == ["las1", "las2", "las3"]
     assert specs[1].capacity == {"cpu": "4", "memory": "32Gi", "pods": "10"}
     assert specs[2].capacity == {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    assert parse_nodes("gpu1:nvidia.com/gpu=2")[0].capacity["nvidia.com/gpu"] == "2"
 
 
 @pytest.mark.parametrize(
@@ -74,6 +75,9 @@ def test_parse_nodes_with_defaults_and_overrides() -> None:
         ("a:cpu", "resource=quantity"),
         ("a:cpu=lots", "cpu"),
         ("a;a", "unique"),
+        ("a" * 254, "invalid node name"),
+        ("a:example..com/gpu=1", "invalid resource name"),
+        (f"a:example.com/{'g' * 64}=1", "invalid resource name"),
     ],
 )
 def test_bad_node_specs_fail_clearly(text: str, message: str) -> None:
