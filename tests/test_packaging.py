@@ -1,4 +1,5 @@
-"""The distribution installs the rooms the design names and the console scripts it promises."""
+"""The two distributions install the rooms the design names and the console scripts it promises:
+tfgang the operator's, tfgang-sandbox the local cluster's."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import importlib.metadata
 import pytest
 
 ROOMS = ["kubeobjects", "tfjob", "kube", "certs", "webhook", "controller", "sandbox", "kubectl_tfjob"]
-SCRIPTS = ["tfgang-certs", "tfgang-webhook", "tfgang-controller", "tfgang-sandbox", "kubectl-tfjob"]
+SCRIPTS = {
+    "tfgang": {"tfgang-certs", "tfgang-webhook", "tfgang-controller", "kubectl-tfjob"},
+    "tfgang-sandbox": {"tfgang-sandbox"},
+}
 
 
 @pytest.mark.parametrize("room", ROOMS)
@@ -16,7 +20,8 @@ def test_every_room_is_importable(room: str) -> None:
     assert importlib.import_module(room).__doc__
 
 
-def test_console_scripts_are_declared() -> None:
+@pytest.mark.parametrize("distribution", sorted(SCRIPTS))
+def test_console_scripts_are_declared(distribution: str) -> None:
     entry_points = importlib.metadata.entry_points(group="console_scripts")
-    names = {ep.name for ep in entry_points if ep.dist is not None and ep.dist.name == "tfgang"}
-    assert set(SCRIPTS) <= names
+    names = {ep.name for ep in entry_points if ep.dist is not None and ep.dist.name == distribution}
+    assert names == SCRIPTS[distribution]
