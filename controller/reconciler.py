@@ -82,24 +82,17 @@ def _finishes(job: Mapping[str, Any], new_status: Mapping[str, Any]) -> bool:
     return is_finished(new_status.get("conditions") or []) and not is_finished(old_conditions)
 
 
+@dataclass(frozen=True)
 class Reconciler:
-    def __init__(
-        self,
-        caches: JobCaches,
-        runner: ActionRunner,
-        status_writer: StatusWriter,
-        record_event: RecordEvent,
-        metrics: ControllerMetrics,
-        settings: Settings,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
-        self._caches = caches
-        self._runner = runner
-        self._status = status_writer
-        self._record = record_event
-        self._metrics = metrics
-        self._settings = settings
-        self._clock = clock
+    """What a pass reads from (the caches), acts and writes with, and reports to."""
+
+    caches: JobCaches
+    runner: ActionRunner
+    status: StatusWriter
+    record: RecordEvent
+    metrics: ControllerMetrics
+    settings: Settings
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
     async def reconcile(self, key: str) -> PassResult:
         started = time.monotonic()
@@ -109,17 +102,17 @@ class Reconciler:
             ok = True
             return result
         finally:
-            self._metrics.observe_reconcile(time.monotonic() - started, ok)
+            self.metrics.observe_reconcile(time.monotonic() - started, ok)
 
     async def _reconcile(self, key: str) -> PassResult:
-        job = self._caches.job(key)
+        job = self.caches.job(key)
         if job is None:
             logger.debug("job %s is gone", key)
             return PassResult(None, 0, False)
         metadata = job.get("metadata") or {}
         with log_fields(job=key, job_uid=str(metadata.get("uid") or ""), kind="TFJob"):
-            observed = self._caches.observe(job)
-            result = plan(observed, self._clock(), self._settings)
+            observed = self.caches.observe(job)
+            result = plan(observed, self.clock(), self.settings)
             namespace = str(metadata.get("namespace") or "")
             writes = 0
             status_written = False
@@ -128,7 +121,7 @@ class Reconciler:
                 # The verdict goes first: a controller killed amid the cleanup must leave a finished
                 # job behind, never a running one whose PodGroup is gone (its successor would make
                 # the PodGroup again).
-                status_written = await self._status.write(job, result.status)
+                status_written = await self.status.write(job, result.status)
                 writes += int(status_written)
             try:
                 for batch in batches(result.actions):
@@ -136,23 +129,23 @@ class Reconciler:
             except ActionFailed as failure:
                 logger.warning("action failed: %s", failure)
                 if failure.event is not None:
-                    self._record(job, failure.event)
+                    self.record(job, failure.event)
                 await self._report_refusal(job, failure, result.counters)
                 # The decision events still describe what the pass saw; the status waits for a
                 # pass whose actions all happened.
                 self._record_all(job, result.events)
                 raise
             if not finishing:
-                status_written = await self._status.write(job, result.status)
+                status_written = await self.status.write(job, result.status)
                 writes += int(status_written)
             requeue_after = result.requeue_after
-            held = self._status.due_in(str(metadata.get("uid") or ""))
+            held = self.status.due_in(str(metadata.get("uid") or ""))
             if held is not None:
                 # A counts change is held back: come back when it is due.
                 requeue_after = held if requeue_after is None else min(requeue_after, held)
             self._record_all(job, result.events)
             for counter in result.counters:
-                self._metrics.count_job(counter, namespace)
+                self.metrics.count_job(counter, namespace)
             if result.actions or status_written:
                 logger.info(
                     "reconciled: %d actions, status %s",
@@ -175,20 +168,20 @@ class Reconciler:
             return
         what = f"{'pod' if isinstance(action, CreatePod) else 'service'} {action.name}"
         name = str((job.get("metadata") or {}).get("name") or "")
-        status = refused_creation_status(job.get("status"), name, what, str(cause), self._clock())
+        status = refused_creation_status(job.get("status"), name, what, str(cause), self.clock())
         try:
-            written = await self._status.write(job, status)
+            written = await self.status.write(job, status)
         except ApiError as error:
             logger.warning("could not report the refusal in the status: %s", error)
             return
         if written and COUNTER_CREATED in counters:  # this write added Created: count the job once
             namespace = str((job.get("metadata") or {}).get("namespace") or "")
-            self._metrics.count_job(COUNTER_CREATED, namespace)
+            self.metrics.count_job(COUNTER_CREATED, namespace)
 
     async def _run_batch(self, job: Mapping[str, Any], observed: Observed, batch: tuple[Action, ...]) -> int:
         """Run one batch concurrently; record every outcome; raise the first failure, if any."""
         results = await asyncio.gather(
-            *(self._runner.run(observed, action) for action in batch), return_exceptions=True
+            *(self.runner.run(observed, action) for action in batch), return_exceptions=True
         )
         writes = 0
         failure: BaseException | None = None
@@ -196,15 +189,15 @@ class Reconciler:
             if isinstance(outcome, Outcome):
                 writes += int(outcome.changed)
                 if outcome.event is not None:
-                    self._record(job, outcome.event)
+                    self.record(job, outcome.event)
             elif failure is None:
                 failure = outcome
             elif isinstance(outcome, ActionFailed) and outcome.event is not None:
-                self._record(job, outcome.event)
+                self.record(job, outcome.event)
         if failure is not None:
             raise failure
         return writes
 
     def _record_all(self, job: Mapping[str, Any], events: tuple[Event, ...]) -> None:
         for event in events:
-            self._record(job, event)
+            self.record(job, event)

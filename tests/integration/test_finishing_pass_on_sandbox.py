@@ -26,7 +26,7 @@ async def test_the_verdict_is_written_before_the_cleanup_that_may_not_happen(
 ) -> None:
     ns = cluster.namespace
     async with running_controller(controller_kubeconfig, controller_config(namespace=ns)) as controller:
-        runner = controller.reconciler._runner
+        runner = controller.reconciler.runner
         original = runner.run
 
         async def no_cleanup(observed: Observed, action: Action) -> Any:
