@@ -23,6 +23,7 @@ import copy
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controller.metrics import ControllerMetrics
@@ -70,27 +71,21 @@ def counts_only(patch: Mapping[str, Any], old_status: Mapping[str, Any]) -> bool
     return True
 
 
+@dataclass
 class StatusWriter:
-    def __init__(
-        self,
-        api: KubeApi,
-        writes: OwnWrites,
-        metrics: ControllerMetrics,
-        *,
-        batch_seconds: float = BATCH_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._api = api
-        self._writes = writes
-        self._metrics = metrics
-        self._batch_seconds = batch_seconds
-        self._clock = clock
-        # job uid -> (the status we last asked for, the status the server returned instead)
-        self._last: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-        # job uid -> when the counts change being held back was first seen (monotonic)
-        self._held: dict[str, float] = {}
-        # job uid -> the startTime first planned while its write was held back
-        self._held_start: dict[str, str] = {}
+    """Writes a job's status when it changed, holding back changes that only move counts."""
+
+    api: KubeApi
+    writes: OwnWrites
+    metrics: ControllerMetrics
+    batch_seconds: float = field(default=BATCH_SECONDS, kw_only=True)
+    clock: Callable[[], float] = field(default=time.monotonic, kw_only=True)
+    # job uid -> (the status we last asked for, the status the server returned instead)
+    _last: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict, init=False)
+    # job uid -> when the counts change being held back was first seen (monotonic)
+    _held: dict[str, float] = field(default_factory=dict, init=False)
+    # job uid -> the startTime first planned while its write was held back
+    _held_start: dict[str, str] = field(default_factory=dict, init=False)
 
     def forget(self, job_uid: str) -> None:
         self._last.pop(job_uid, None)
@@ -102,7 +97,7 @@ class StatusWriter:
         held = self._held.get(job_uid)
         if held is None:
             return None
-        return max(0.0, held + self._batch_seconds - self._clock())
+        return max(0.0, held + self.batch_seconds - self.clock())
 
     async def write(self, job: Mapping[str, Any], new_status: JobStatus) -> bool:
         """Patch ``job``'s status to ``new_status`` if it differs and is not held back; True when
@@ -118,9 +113,9 @@ class StatusWriter:
             self._held.pop(uid, None)
             self._held_start.pop(uid, None)
             return False
-        if self._batch_seconds > 0 and counts_only(patch, old_status):
-            now = self._clock()
-            if now < self._held.setdefault(uid, now) + self._batch_seconds:
+        if self.batch_seconds > 0 and counts_only(patch, old_status):
+            now = self.clock()
+            if now < self._held.setdefault(uid, now) + self.batch_seconds:
                 if "startTime" in patch:
                     self._held_start.setdefault(uid, str(patch["startTime"]))
                 return False
@@ -132,7 +127,7 @@ class StatusWriter:
                 "the API server does not keep status fields %s; not writing them again", sorted(patch)
             )
             return False
-        updated = await self._api.patch(
+        updated = await self.api.patch(
             TFJOBS,
             str(metadata.get("name") or ""),
             {"status": patch},
@@ -140,8 +135,8 @@ class StatusWriter:
             patch_type=PatchType.MERGE,
             subresource="status",
         )
-        self._metrics.api_writes.labels(resource=TFJOBS.plural, verb="patch-status").inc()
-        self._writes.wrote(TFJOBS.plural, updated)
+        self.metrics.api_writes.labels(resource=TFJOBS.plural, verb="patch-status").inc()
+        self.writes.wrote(TFJOBS.plural, updated)
         returned = _status_of(updated)
         if returned == new_status:
             self._last.pop(uid, None)  # the server kept everything: nothing to guard against
