@@ -6,9 +6,9 @@ import logging
 
 from tfjob.settings import Settings
 from webhook.cache import JobLookup, JobLookupFailed
-from webhook.mutate_pod import REASON_LOOKUP_FAILED, mutate_pod, pod_target
+from webhook.mutate_pod import mutate_pod, pod_target
 from webhook.patch_memo import PatchMemo
-from webhook.review import AdmissionRequest, Decision, deny
+from webhook.review import AdmissionRequest, Decision, Reason, deny
 from webhook.tfconfig_memo import TFConfigMemo
 from webhook.validate_tfjob import validate_tfjob
 
@@ -30,7 +30,7 @@ async def admit_pod(
     except JobLookupFailed as exc:
         logger.warning("%s", exc)
         # 503: the controller retries the pod creation later, when the API is reachable again.
-        return deny(REASON_LOOKUP_FAILED, 503, str(exc))
+        return deny(Reason.LOOKUP_FAILED, 503, str(exc))
     return mutate_pod(target, job, settings, tf_configs, patches)
 
 

@@ -43,6 +43,7 @@ from webhook.review import (
     AdmissionRequest,
     Decision,
     MalformedReview,
+    Reason,
     build_response,
     deny,
     parse_review,
@@ -145,7 +146,7 @@ class AdmissionApp:
             except Exception as exc:
                 logger.exception("admission failed on %s", path)
                 decision = deny(
-                    "internal-error",
+                    Reason.INTERNAL_ERROR,
                     500,
                     f"tfgang webhook internal error: {type(exc).__name__}: {clip(str(exc), 200)}",
                 )

@@ -59,19 +59,8 @@ from tfjob.tfconfig import tf_config
 from tfjob.wire import TFJob
 from webhook.bounds import invalid_value, quoted
 from webhook.patch_memo import PatchMemo
-from webhook.review import AdmissionRequest, Decision, JSONObject, allow, deny
+from webhook.review import AdmissionRequest, Decision, JSONObject, Reason, allow, deny
 from webhook.tfconfig_memo import TFConfigMemo
-
-# Decision reasons (metric label values): a small fixed set.
-REASON_MUTATED: Final = "mutated"
-REASON_UNCHANGED: Final = "unchanged"
-REASON_IGNORED: Final = "ignored"
-REASON_MALFORMED: Final = "malformed"
-REASON_NO_TFJOB: Final = "tfjob-not-found"
-REASON_BAD_REPLICA: Final = "replica-not-in-job"
-REASON_NO_CONTAINER: Final = "no-tensorflow-container"
-REASON_LOOKUP_FAILED: Final = "tfjob-lookup-failed"
-REASON_NOT_CONTROLLED: Final = "not-controlled-by-tfjob"
 
 DENIED: Final = 403
 USER_TF_CONFIG_WARNING: Final = (
@@ -93,25 +82,25 @@ class PodTarget:
 def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
     """The TFJob to look up, or the final decision when the request needs no TFJob."""
     if request.kind.kind != "Pod" or request.kind.group or request.sub_resource:
-        return allow(REASON_IGNORED)
+        return allow(Reason.IGNORED)
     if request.operation != "CREATE":
-        return allow(REASON_IGNORED)
+        return allow(Reason.IGNORED)
     pod = request.object
     if pod is None:
-        return deny(REASON_MALFORMED, 400, "the pod CREATE review carries no object")
+        return deny(Reason.MALFORMED, 400, "the pod CREATE review carries no object")
     meta = Meta(pod)
     job_name = meta.label(LABEL_JOB_NAME)
     if not job_name:
-        return allow(REASON_IGNORED)
+        return allow(Reason.IGNORED)
     # Other Kubeflow operators (PyTorchJob, MPIJob...) label their pods with the same job-name key.
     if meta.labels.get(LABEL_OPERATOR_NAME, CONTROLLER_NAME) != CONTROLLER_NAME:
-        return allow(REASON_IGNORED)
+        return allow(Reason.IGNORED)
     namespace = request.namespace or text(meta.raw.get("namespace"))
     if not namespace:
-        return deny(REASON_MALFORMED, 400, "the review names no namespace for the pod")
+        return deny(Reason.MALFORMED, 400, "the review names no namespace for the pod")
     invalid = _invalid_value(namespace, meta)
     if invalid is not None:
-        return deny(REASON_MALFORMED, 400, invalid)
+        return deny(Reason.MALFORMED, 400, invalid)
     if not _controller_named(meta, job_name):
         return _not_controlled(namespace, job_name)
     return PodTarget(namespace=namespace, job_name=job_name, pod=pod)
@@ -152,7 +141,7 @@ def _not_controlled(namespace: str, job_name: str) -> Decision:
     warning = f"pod not controlled by TFJob {namespace}/{job_name}: left unchanged, no TF_CONFIG"
     if len(warning) > MAX_WARNING:
         warning = warning[: MAX_WARNING - 3] + "..."
-    return allow(REASON_NOT_CONTROLLED, warnings=[warning])
+    return allow(Reason.NOT_CONTROLLED, warnings=[warning])
 
 
 def mutate_pod(
@@ -171,11 +160,11 @@ def mutate_pod(
     job_ref = f"{target.namespace}/{target.job_name}"
     if job is None:
         return deny(
-            REASON_NO_TFJOB, DENIED, f"TFJob {job_ref} (label {LABEL_JOB_NAME} of the pod) does not exist"
+            Reason.NO_TFJOB, DENIED, f"TFJob {job_ref} (label {LABEL_JOB_NAME} of the pod) does not exist"
         )
     facts = read_facts(job) if tf_configs is None else tf_configs.facts(job)
     if not facts.managed_here:
-        return allow(REASON_IGNORED)  # another manager's job: its pods are its business
+        return allow(Reason.IGNORED)  # another manager's job: its pods are its business
     pod = target.pod
     meta = Meta(pod)
     job_meta = Meta(job)
@@ -188,7 +177,7 @@ def mutate_pod(
     if replica is None:
         known = ", ".join(r.rtype for r in facts.replica_types) or "none"
         return deny(
-            REASON_BAD_REPLICA,
+            Reason.BAD_REPLICA,
             DENIED,
             f"replica type {_quote(type_label)} (label {LABEL_REPLICA_TYPE}) is not in TFJob {job_ref} "
             f"(replica types: {known})",
@@ -196,7 +185,7 @@ def mutate_pod(
     index = replica_index(pod)
     if index is None:
         return deny(
-            REASON_BAD_REPLICA,
+            Reason.BAD_REPLICA,
             DENIED,
             f"label {LABEL_REPLICA_INDEX} must be a non-negative integer, "
             f"got {_quote(labels.get(LABEL_REPLICA_INDEX))}",
@@ -204,7 +193,7 @@ def mutate_pod(
     rtype = replica.rtype
     if index >= replica.replicas:
         return deny(
-            REASON_BAD_REPLICA,
+            Reason.BAD_REPLICA,
             DENIED,
             f"replica index {index} is out of range for {rtype} of TFJob {job_ref} "
             f"(replicas: {replica.replicas})",
@@ -216,7 +205,7 @@ def mutate_pod(
     )
     if position is None:
         return deny(
-            REASON_NO_CONTAINER,
+            Reason.NO_CONTAINER,
             DENIED,
             f'the pod has no container named "{CONTAINER_NAME}": a TFJob pod needs one to receive TF_CONFIG',
         )
@@ -256,9 +245,9 @@ def mutate_pod(
     if marks.scheduler_name and spec.get("schedulerName") != marks.scheduler_name:
         patch.append({"op": "add", "path": "/spec/schedulerName", "value": marks.scheduler_name})
     if not patch:
-        decision = allow(REASON_UNCHANGED, warnings=warnings)
+        decision = allow(Reason.UNCHANGED, warnings=warnings)
     else:
-        decision = allow(REASON_MUTATED, patch=patch, warnings=warnings)
+        decision = allow(Reason.MUTATED, patch=patch, warnings=warnings)
     return decision if patches is None or key is None else patches.put(key, decision)
 
 

@@ -13,6 +13,7 @@ import base64
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
 import orjson
@@ -74,12 +75,29 @@ class AdmissionRequest:
     username: str
 
 
+class Reason(StrEnum):
+    """Why a handler decided as it did: a metric label and log field, so a small fixed set."""
+
+    MUTATED = "mutated"
+    UNCHANGED = "unchanged"
+    IGNORED = "ignored"
+    MALFORMED = "malformed"
+    NO_TFJOB = "tfjob-not-found"
+    BAD_REPLICA = "replica-not-in-job"
+    NO_CONTAINER = "no-tensorflow-container"
+    LOOKUP_FAILED = "tfjob-lookup-failed"
+    NOT_CONTROLLED = "not-controlled-by-tfjob"
+    VALID = "valid"
+    INVALID = "invalid"
+    INTERNAL_ERROR = "internal-error"
+
+
 @dataclass(frozen=True)
 class Decision:
-    """What a handler decided; ``reason`` is a short, bounded label for metrics and logs."""
+    """What a handler decided."""
 
     allowed: bool
-    reason: str
+    reason: Reason
     code: int = 200
     message: str = ""
     patch: Sequence[JSONObject] = ()
@@ -88,11 +106,11 @@ class Decision:
     encoded_patch: str = ""
 
 
-def allow(reason: str, *, patch: Sequence[JSONObject] = (), warnings: Sequence[str] = ()) -> Decision:
+def allow(reason: Reason, *, patch: Sequence[JSONObject] = (), warnings: Sequence[str] = ()) -> Decision:
     return Decision(allowed=True, reason=reason, patch=tuple(patch), warnings=tuple(warnings))
 
 
-def deny(reason: str, code: int, message: str, *, warnings: Sequence[str] = ()) -> Decision:
+def deny(reason: Reason, code: int, message: str, *, warnings: Sequence[str] = ()) -> Decision:
     return Decision(allowed=False, reason=reason, code=code, message=message, warnings=tuple(warnings))
 
 

@@ -16,30 +16,25 @@ from typing import Final, cast
 from tfjob.constants import GROUP, KIND
 from tfjob.validation import aggregate, validate_create, validate_update
 from tfjob.wire import TFJob
-from webhook.review import AdmissionRequest, Decision, allow, deny
-
-REASON_VALID: Final = "valid"
-REASON_INVALID: Final = "invalid"
-REASON_IGNORED: Final = "ignored"
-REASON_MALFORMED: Final = "malformed"
+from webhook.review import AdmissionRequest, Decision, Reason, allow, deny
 
 DENIED: Final = 403
 
 
 def validate_tfjob(request: AdmissionRequest) -> Decision:
     if request.kind.kind != KIND or request.kind.group not in (GROUP, "") or request.sub_resource:
-        return allow(REASON_IGNORED)
+        return allow(Reason.IGNORED)
     if request.operation not in ("CREATE", "UPDATE"):
-        return allow(REASON_IGNORED)
+        return allow(Reason.IGNORED)
     if request.object is None:
-        return deny(REASON_MALFORMED, 400, f"the TFJob {request.operation} review carries no object")
+        return deny(Reason.MALFORMED, 400, f"the TFJob {request.operation} review carries no object")
     job = cast(TFJob, request.object)
     if request.operation == "CREATE":
         errors = validate_create(job)
     else:
         if request.old_object is None:
-            return deny(REASON_MALFORMED, 400, "the TFJob UPDATE review carries no oldObject")
+            return deny(Reason.MALFORMED, 400, "the TFJob UPDATE review carries no oldObject")
         errors = validate_update(cast(TFJob, request.old_object), job)
     if errors:
-        return deny(REASON_INVALID, DENIED, aggregate(errors))
-    return allow(REASON_VALID)
+        return deny(Reason.INVALID, DENIED, aggregate(errors))
+    return allow(Reason.VALID)

@@ -15,7 +15,7 @@ from tests.webhook.admission_cases import AdmissionCase, decoded_envelope, load_
 from webhook.admission import admit_pod
 from webhook.cache import StaticJobs
 from webhook.patch_memo import PatchMemo
-from webhook.review import allow, build_response, parse_review
+from webhook.review import Reason, allow, build_response, parse_review
 from webhook.tfconfig_memo import TFConfigMemo
 
 MUTATIONS = [case for case in load_cases() if case.endpoint == "/mutate-pods"]
@@ -107,8 +107,8 @@ async def test_every_shape_of_one_replica_gets_its_own_answer_in_any_order() -> 
 def test_the_memory_is_bounded_and_encodes_a_patch_once() -> None:
     memo = PatchMemo(capacity=2)
     operation = {"op": "add", "path": "/spec/schedulerName", "value": "volcano"}
-    first = memo.put(("a",), allow("mutated", patch=[operation]))
+    first = memo.put(("a",), allow(Reason.MUTATED, patch=[operation]))
     assert first.encoded_patch and memo.get(("a",)) is first
-    memo.put(("b",), allow("unchanged"))
-    memo.put(("c",), allow("unchanged"))
+    memo.put(("b",), allow(Reason.UNCHANGED))
+    memo.put(("c",), allow(Reason.UNCHANGED))
     assert len(memo) == 2 and memo.get(("a",)) is None
