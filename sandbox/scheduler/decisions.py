@@ -40,9 +40,9 @@ class PodUnschedulable(ObjectRef):
 
 
 @dataclass(frozen=True)
-class PodGroupStatusWrite:
-    namespace: str
-    name: str
+class PodGroupStatusWrite(ObjectRef):
+    """Make the PodGroup's status exactly ``status``."""
+
     status: PodGroupStatus
 
 

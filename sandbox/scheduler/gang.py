@@ -194,7 +194,7 @@ def schedule_gangs(
             or [pgs.as_condition(c) for c in job.conditions] != conditions
             or any(job.counters.get(k, 0) != status.get(k, 0) for k in ("running", "succeeded", "failed"))
         ):
-            writes.append(PodGroupStatusWrite(job.namespace, job.name, status))
+            writes.append(PodGroupStatusWrite(job.namespace, job.name, job.uid, status))
         if gang_ready and job.tasks and not old_scheduled:
             events.append(_event(job, "Normal", pgs.SCHEDULED_TYPE, pgs.POD_GROUP_READY))
         if phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN):

@@ -17,9 +17,9 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kube.api import KubeApi
 from kube.errors import AlreadyExists, ApiError, Conflict, NotFound
@@ -47,8 +47,21 @@ from sandbox.scheduler.snapshot import (
 )
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 QUEUE_RETRY_SECONDS = 30.0
+
+
+async def _unless_gone(what: str, write: Awaitable[T]) -> T | None:
+    """The write's answer, or None when it did not land: quietly when the object is gone, else with a
+    warning. Nothing is retried here: the next session decides again from what the caches then show."""
+    try:
+        return await write
+    except NotFound:
+        return None
+    except ApiError as error:
+        logger.warning("%s failed: %s", what, error)
+        return None
 
 
 @dataclass(frozen=True)
@@ -230,17 +243,12 @@ class Scheduler:
                     logger.warning("creating podgroup %s failed: %s", key, error)
                     continue
             annotation = {"metadata": {"annotations": {GROUP_NAME_ANNOTATION: loose.group}}}
-            pod_key = f"{loose.namespace}/{loose.pod}"
-            try:
-                patched = await self._api.patch(
-                    PODS, loose.pod, annotation, loose.namespace, patch_type=PatchType.STRATEGIC
-                )
-            except NotFound:
-                continue
-            except ApiError as error:
-                logger.warning("annotating pod %s failed: %s", pod_key, error)
-                continue
-            self._writes.wrote("pods", patched)
+            patched = await _unless_gone(
+                f"annotating pod {loose.namespace}/{loose.pod}",
+                self._api.patch(PODS, loose.pod, annotation, loose.namespace, patch_type=PatchType.STRATEGIC),
+            )
+            if patched is not None:
+                self._writes.wrote("pods", patched)
 
     async def _open_queues(self) -> None:
         """Volcano's queue controller opens new queues; in the sandbox nobody else will."""
@@ -289,14 +297,12 @@ class Scheduler:
             self._writes.wrote("pods", assumed, assumed=True)
 
     async def _write_podgroup(self, write: PodGroupStatusWrite) -> None:
-        key = f"{write.namespace}/{write.name}"
+        key = write.key
         body = podgroup_status_patch(write)
-        try:
-            written = await self._patch_podgroup_status(write, body)
-        except NotFound:
-            return
-        except ApiError as error:
-            logger.warning("writing the status of podgroup %s failed: %s", key, error)
+        written = await _unless_gone(
+            f"writing the status of podgroup {key}", self._patch_podgroup_status(write, body)
+        )
+        if written is None:
             return
         self._writes.wrote("podgroups", written)
         logger.info("podgroup %s: phase %s", key, write.status["phase"])
@@ -326,19 +332,17 @@ class Scheduler:
 
     async def _set_unschedulable(self, update: PodUnschedulable) -> None:
         body = {"status": {"conditions": [dict(update.condition)]}}
-        try:
-            await self._api.patch(
+        await _unless_gone(
+            f"setting PodScheduled on {update.key}",
+            self._api.patch(
                 PODS,
                 update.name,
                 body,
                 update.namespace,
                 patch_type=PatchType.STRATEGIC,
                 subresource="status",
-            )
-        except NotFound:
-            return
-        except ApiError as error:
-            logger.warning("setting PodScheduled on %s/%s failed: %s", update.namespace, update.name, error)
+            ),
+        )
 
     def _record(self, note: EventNote) -> None:
         involved = {
