@@ -16,8 +16,6 @@ from sandbox.scheduler.snapshot import SchedulerName
 
 logger = logging.getLogger(__name__)
 
-COMPONENT = "volcano"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = functools.partial(Flags().add, parser)
@@ -63,7 +61,7 @@ def options_from(args: argparse.Namespace) -> SchedulerOptions:
 
 async def serve(kubeconfig: str | None, options: SchedulerOptions) -> None:
     api = KubeApi(await make_api_client(kubeconfig), user_agent="tfgang-sandbox-scheduler")
-    recorder = EventRecorder(api, COMPONENT)
+    recorder = EventRecorder(api, SchedulerName.VOLCANO)
     plain_recorder = EventRecorder(api, SchedulerName.DEFAULT)
     try:
         await Scheduler(api, recorder, options, plain_recorder=plain_recorder).run()
