@@ -95,37 +95,34 @@ class NodeFacts:
     allocatable: Mapping[str, str]
 
 
+@dataclass(eq=False)
 class PodWorker:
-    def __init__(
-        self,
-        api: KubeApi,
-        pod: dict[str, Any],
-        node: NodeFacts,
-        pod_ip: str,
-        logs: LogStore,
-        settings: WorkerSettings,
-        events: EventRecorder | None = None,
-    ) -> None:
-        self._api = api
-        self._events = events
-        self.pod = pod
-        self._node = node
-        self._pod_ip = pod_ip
-        self._logs = logs
-        self._settings = settings
-        self._inbox: asyncio.Queue[Message] = asyncio.Queue()
-        meta = pod.get("metadata") or {}
+    api: KubeApi
+    pod: dict[str, Any]
+    node: NodeFacts
+    pod_ip: str
+    logs: LogStore
+    settings: WorkerSettings
+    events: EventRecorder | None = None
+    namespace: str = field(init=False)
+    name: str = field(init=False)
+    uid: str = field(init=False)
+    _inbox: asyncio.Queue[Message] = field(default_factory=asyncio.Queue, init=False)
+    _init_slots: dict[str, ContainerSlot] = field(default_factory=dict, init=False)
+    _slots: dict[str, ContainerSlot] = field(default_factory=dict, init=False)
+    _start_time: str = field(default_factory=now_text, init=False)
+    _published_ip: str = field(default="", init=False)
+    _final_phase: str | None = field(default=None, init=False)
+    _gone: bool = field(default=False, init=False)
+    _waiters: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    _status: LatestWriter[dict[str, Any]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        meta = self.pod.get("metadata") or {}
         self.namespace = str(meta.get("namespace", ""))
         self.name = str(meta.get("name", ""))
         self.uid = str(meta.get("uid", ""))
-        self._init_slots: dict[str, ContainerSlot] = {}
-        self._slots: dict[str, ContainerSlot] = {}
-        self._start_time = now_text()
-        self._published_ip = ""
-        self._final_phase: str | None = None
-        self._gone = False
-        self._waiters: set[asyncio.Task[None]] = set()
-        self._status: LatestWriter[dict[str, Any]] = LatestWriter(
+        self._status = LatestWriter(
             f"pod {self._key} status", self._send_status, compose_merge_patches, on_gone=self._on_gone
         )
 
@@ -158,14 +155,14 @@ class PodWorker:
         return str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
 
     def _event(self, type_: str, reason: str, message: str) -> None:
-        if self._events is None:
+        if self.events is None:
             return
         involved = {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": self.name, "namespace": self.namespace, "uid": self.uid},
         }
-        self._events.record(involved, type_, reason, message)
+        self.events.record(involved, type_, reason, message)
 
     def _records(self) -> tuple[ContainerRecord, ...]:
         return tuple(slot.record for slot in self._slots.values())
@@ -193,7 +190,7 @@ class PodWorker:
         await self._status.write({"status": status})
 
     async def _send_status(self, patch: dict[str, Any]) -> None:
-        await self._api.patch(
+        await self.api.patch(
             PODS, self.name, patch, self.namespace, patch_type=PatchType.MERGE, subresource="status"
         )
 
@@ -204,7 +201,7 @@ class PodWorker:
     async def _sources(self) -> dict[SourceKey, Mapping[str, str]]:
         spec = self.pod.get("spec") or {}
         containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-        return await fetch_env_sources(self._api, self.namespace, containers)
+        return await fetch_env_sources(self.api, self.namespace, containers)
 
     # -- the life ---------------------------------------------------------------------------
 
@@ -240,9 +237,9 @@ class PodWorker:
             waiting = Waiting(POD_INITIALIZING if initializing else CONTAINER_CREATING)
             record = ContainerRecord(name, str(container.get("image", "")), waiting, None, restarts)
             self._slots[name] = ContainerSlot(container, record)
-        self._logs.register_pod(self.namespace, self.name, self.uid, [*self._init_slots, *self._slots])
+        self.logs.register_pod(self.namespace, self.name, self.uid, [*self._init_slots, *self._slots])
         await self._publish()
-        await asyncio.sleep(self._settings.start_delay)
+        await asyncio.sleep(self.settings.start_delay)
         if not self._deleting and not self._gone:
             await self._advance()
         await self._event_loop()
@@ -250,7 +247,7 @@ class PodWorker:
     async def _advance(self) -> None:
         """Start what comes next: the first init container not yet done, else the app containers."""
         sources = await self._sources()
-        self._published_ip = self._pod_ip
+        self._published_ip = self.pod_ip
         for slot in self._init_slots.values():
             if not init_succeeded(slot.record):
                 await self._start(slot, sources, restart=False)
@@ -297,7 +294,7 @@ class PodWorker:
             ran_before = isinstance(slot.record.state, Terminated) or slot.record.last_state is not None
             await self._start(slot, await self._sources(), restart=ran_before)
             if ran_before:
-                await asyncio.sleep(self._settings.restart_report_lag)
+                await asyncio.sleep(self.settings.restart_report_lag)
             await self._publish()
 
     async def _start(
@@ -313,9 +310,9 @@ class PodWorker:
             last_state = old.last_state
         last_id = old.container_id or old.last_container_id
         if restart:
-            slot.backoff = bo.after_restart(slot.backoff, time.monotonic(), self._settings.backoff)
-        facts = PodFacts(self._pod_ip, HOST_IP, self._node.allocatable)
-        pod_dir = self._logs.pod_dir(self.namespace, self.name, self.uid)
+            slot.backoff = bo.after_restart(slot.backoff, time.monotonic(), self.settings.backoff)
+        facts = PodFacts(self.pod_ip, HOST_IP, self.node.allocatable)
+        pod_dir = self.logs.pod_dir(self.namespace, self.name, self.uid)
         try:
             launch = plan_launch(
                 self.pod, slot.spec, facts, sources, pod_dir, os.environ.get("PATH", "/usr/bin:/bin")
@@ -326,16 +323,16 @@ class PodWorker:
             self._event("Warning", "Failed", f"Error: {error}")
             retry = RestartDue(old.name, slot.generation)
             loop = asyncio.get_running_loop()
-            slot.timers.append(loop.call_later(self._settings.backoff.initial, self._inbox.put_nowait, retry))
+            slot.timers.append(loop.call_later(self.settings.backoff.initial, self._inbox.put_nowait, retry))
             return
-        log_path = self._logs.new_instance(self.uid, self.namespace, self.name, old.name, restart_count)
+        log_path = self.logs.new_instance(self.uid, self.namespace, self.name, old.name, restart_count)
         started = now_text()
         container_id = f"sandbox://{self.uid[:8]}-{old.name}-{restart_count}"
         try:
             process = await ContainerProcess.start(launch.argv, launch.env, launch.cwd, log_path)
         except StartFailed as error:
             self._event("Warning", "Failed", f'Error: failed to start container "{old.name}": {error}')
-            self._logs.instance_ended(self.uid, old.name)
+            self.logs.instance_ended(self.uid, old.name)
             failure = Terminated(128, started, now_text(), special_reason="StartError", message=str(error))
             slot.record = ContainerRecord(
                 old.name, old.image, failure, last_state, restart_count, container_id, last_id
@@ -368,7 +365,7 @@ class PodWorker:
         slot.process = None
         slot.finished_mono = time.monotonic()
         record = slot.record
-        self._logs.instance_ended(self.uid, record.name)
+        self.logs.instance_ended(self.uid, record.name)
         slot.record = after_exit(record, returncode, now_text())
         state = slot.record.state
         if not isinstance(state, Terminated):
@@ -381,18 +378,18 @@ class PodWorker:
                 return
             policy = "OnFailure" if policy == "Always" else policy  # init containers never rerun on success
         if should_restart(policy, state.exit_code):
-            delay = bo.restart_delay(slot.backoff, slot.finished_mono, self._settings.backoff)
+            delay = bo.restart_delay(slot.backoff, slot.finished_mono, self.settings.backoff)
             await self._publish()
             slot.restart_pending = True
             loop = asyncio.get_running_loop()
             generation = slot.generation
             if delay > 0:
-                show_after = min(self._settings.crash_display_delay, delay / 2)
+                show_after = min(self.settings.crash_display_delay, delay / 2)
                 slot.timers.append(
                     loop.call_later(show_after, self._inbox.put_nowait, ShowBackoff(record.name, generation))
                 )
             # Even a restart "at once" waits for the kubelet's next sync, as the seed's 1 s gaps show.
-            restart_after = max(delay, self._settings.sync_delay)
+            restart_after = max(delay, self.settings.sync_delay)
             slot.timers.append(
                 loop.call_later(restart_after, self._inbox.put_nowait, RestartDue(record.name, generation))
             )
@@ -410,7 +407,7 @@ class PodWorker:
         record = slot.record
         if not isinstance(record.state, Terminated):
             return
-        delay = bo.restart_delay(slot.backoff, slot.finished_mono, self._settings.backoff)
+        delay = bo.restart_delay(slot.backoff, slot.finished_mono, self.settings.backoff)
         message = (
             f"back-off {go_duration(delay)} restarting failed container={record.name} pod={self._pod_ref}"
         )
@@ -423,7 +420,7 @@ class PodWorker:
             "",
             record.container_id,
         )
-        self._logs.set_waiting(self.uid, record.name, CRASH_LOOP_BACK_OFF)
+        self.logs.set_waiting(self.uid, record.name, CRASH_LOOP_BACK_OFF)
         self._event(
             "Warning",
             "BackOff",
@@ -455,7 +452,7 @@ class PodWorker:
         )
         for slot, returncode in zip(running, codes, strict=True):
             slot.process = None
-            self._logs.instance_ended(self.uid, slot.record.name)
+            self.logs.instance_ended(self.uid, slot.record.name)
             slot.record = after_exit(slot.record, returncode, now_text())
         for slot in self._all_slots():
             slot.record = after_pod_stopped(slot.record, now_text())
@@ -470,7 +467,7 @@ class PodWorker:
         await self._status.settled()
 
         async def delete() -> None:
-            await self._api.delete(
+            await self.api.delete(
                 PODS, self.name, self.namespace, grace_period_seconds=0, uid_precondition=self.uid
             )
 
