@@ -39,8 +39,6 @@ from sandbox.apiserver.storage import Storage
 logger = logging.getLogger(__name__)
 
 
-
-
 @dataclass(frozen=True)
 class AdmissionAttributes:
     info: ResourceInfo

@@ -26,8 +26,6 @@ from sandbox.apiserver.state import ApiState, timestamp
 logger = logging.getLogger(__name__)
 
 
-
-
 @dataclass
 class RequestContext:
     user: UserInfo

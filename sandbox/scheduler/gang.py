@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final
 
+from kubeobjects.volcano import PodGroupPhase
 from sandbox.scheduler import podgroupstatus as pgs
 from sandbox.scheduler.decisions import (
     Bind,
@@ -28,7 +29,6 @@ from sandbox.scheduler.decisions import (
 from sandbox.scheduler.enqueue import EnqueueAccount
 from sandbox.scheduler.ledger import Ledger
 from sandbox.scheduler.placement import Placement, binpack_score
-from sandbox.scheduler.podgroupstatus import PodGroupPhase
 from sandbox.scheduler.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus
 
 PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"

@@ -10,22 +10,13 @@ Rules (reference volcano.md §1.4, §1.5), applied in order each session:
 
 from __future__ import annotations
 
-import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from kubeobjects.volcano import PodGroupPhase
 from sandbox.scheduler.decisions import PodGroupCondition, PodGroupStatus
 from sandbox.scheduler.snapshot import TaskStatus
-
-
-class PodGroupPhase(enum.StrEnum):
-    PENDING = "Pending"
-    INQUEUE = "Inqueue"
-    RUNNING = "Running"
-    UNKNOWN = "Unknown"
-    COMPLETED = "Completed"
-
 
 UNSCHEDULABLE_TYPE: Final = "Unschedulable"
 SCHEDULED_TYPE: Final = "Scheduled"
