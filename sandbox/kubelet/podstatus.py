@@ -7,11 +7,11 @@ deleted), else Running (a restart is coming). A container waiting to restart cou
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired, TypedDict
 
+from kubeobjects.pods import PodPhase
 from sandbox.kubelet.containers import (
     ContainerRecord,
     ContainerStatusWire,
@@ -20,14 +20,6 @@ from sandbox.kubelet.containers import (
     Waiting,
     container_status_wire,
 )
-
-
-class PodPhase(enum.StrEnum):
-    PENDING = "Pending"
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-
 
 TERMINAL_PHASES: Final = frozenset({PodPhase.SUCCEEDED, PodPhase.FAILED})
 CONDITION_ORDER: Final = (

@@ -16,10 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kubeobjects.volcano import PodGroupPhase
 from sandbox.scheduler.resources import add, insufficient, scale, subtract
 from sandbox.scheduler.snapshot import OCCUPYING, JobInfo, NodeInfo, QueueInfo
 
-RESERVING_PHASES: Final = frozenset({"Inqueue", "Running", "Unknown"})
+RESERVING_PHASES: Final = frozenset({PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING, PodGroupPhase.UNKNOWN})
 QUEUE_OPEN: Final = "Open"
 
 

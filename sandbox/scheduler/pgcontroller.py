@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kubeobjects.quantity import format_milli
-from sandbox.scheduler.resources import PODS, pod_demand
+from kubeobjects.volcano import PodGroupPhase
+from sandbox.scheduler.resources import PODS, is_terminal, pod_demand
 from sandbox.scheduler.snapshot import DEFAULT_QUEUE, GROUP_NAME_ANNOTATION
 
 QUEUE_NAME_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
@@ -50,7 +51,7 @@ def implicit_group(pod: Mapping[str, Any], gang_scheduler_names: frozenset[str])
     annotations = meta.get("annotations") or {}
     if spec.get("schedulerName") not in gang_scheduler_names or annotations.get(GROUP_NAME_ANNOTATION):
         return None
-    if spec.get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+    if spec.get("nodeName") or is_terminal(pod):
         return None
     if meta.get("deletionTimestamp") or not meta.get("uid"):
         return None
@@ -70,7 +71,7 @@ def implicit_group(pod: Mapping[str, Any], gang_scheduler_names: frozenset[str])
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]},
         "spec": spec_out,
-        "status": {"phase": "Pending"},
+        "status": {"phase": PodGroupPhase.PENDING},
     }
     return ImplicitGroup(namespace, str(meta.get("name", "")), name, body)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from kubeobjects.pods import PodPhase
 from kubeobjects.quantity import QuantityError, format_milli, parse_milli
 
 Resources = Mapping[str, int]
@@ -84,7 +85,7 @@ def pod_demand(pod: Mapping[str, Any]) -> dict[str, int]:
 def is_terminal(pod: Mapping[str, Any]) -> bool:
     """Succeeded and Failed pods hold no resources on their node any more."""
     phase = (pod.get("status") or {}).get("phase")
-    return phase in ("Succeeded", "Failed")
+    return phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
 def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:

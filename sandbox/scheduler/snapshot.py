@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubeobjects.meta import Meta
+from kubeobjects.pods import PodPhase
 from kubeobjects.quantity import QuantityError
 from sandbox.scheduler.resources import add, node_allocatable, parse_resources, pod_demand
 
@@ -130,15 +131,15 @@ def task_status(pod: Mapping[str, Any]) -> TaskStatus:
     status = pod.get("status") or {}
     spec = pod.get("spec") or {}
     phase = status.get("phase")
-    if phase == "Succeeded":
+    if phase == PodPhase.SUCCEEDED:
         return TaskStatus.SUCCEEDED
-    if phase == "Failed":
+    if phase == PodPhase.FAILED:
         return TaskStatus.FAILED
     if not spec.get("nodeName"):
         return TaskStatus.PENDING
     if Meta(pod).deleting:
         return TaskStatus.RELEASING
-    if phase == "Running":
+    if phase == PodPhase.RUNNING:
         return TaskStatus.RUNNING
     return TaskStatus.BOUND
 
