@@ -75,8 +75,9 @@ BIN_DIR_ENV = "TFGANG_KUBE_BIN_DIR"
 BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "kube-apiserver"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
 ADMIN_USER = "admin"
-# v1.20's names for the three controllers (newer releases call them *-controller).
-CONTROLLERS = "garbagecollector,namespace,nodelifecycle"
+# v1.20's names for the controllers the tests need (newer releases call them *-controller);
+# resourcequota keeps each ResourceQuota's usage, without which its admission refuses everything.
+CONTROLLERS = "garbagecollector,namespace,nodelifecycle,resourcequota"
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from kube.patches import PatchType
 from kube.resources import NODES, QUEUES_V1BETA1, Resource
 from sandbox.kubectl import find_kubectl, kubectl
@@ -21,6 +23,7 @@ CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "Clu
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
 )
+RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota")
 GRACE = 1.0  # the controller reports a reason once it has held this long
 
 
@@ -154,6 +157,49 @@ async def test_a_pod_the_api_refuses_is_explained_on_the_tfjob(
 
         (event,) = await eventually(failed_create_event, 10, what="the FailedCreatePod event")
         assert event["type"] == "Warning" and "Side_Car" in event["message"]
+
+
+@pytest.mark.only_on_kube_apiserver("the sandbox has no ResourceQuota admission")
+async def test_a_pod_over_the_namespace_quota_is_explained_on_the_tfjob_until_the_quota_allows_it(
+    cluster: Cluster, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-pods"},
+        "spec": {"hard": {"pods": "0"}},
+    }
+    await cluster.api.create(RESOURCE_QUOTAS, quota, ns)
+
+    async def quota_counted() -> bool:
+        found = await cluster.api.get(RESOURCE_QUOTAS, "no-pods", ns)
+        return "pods" in (found.get("status") or {}).get("hard", {})
+
+    await eventually(quota_counted, 30, what="the quota's usage, kept by kube-controller-manager")
+    async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
+        await cluster.create_job(simple_job("quota", ns))
+        await eventually(lambda: cluster.podgroup("quota"), 10, what="PodGroup quota")
+        await cluster.set_podgroup_phase("quota", "Inqueue")
+        message = await _message_containing(
+            cluster, "quota", "pod quota-worker-0 cannot be created", "exceeded quota: no-pods"
+        )
+        assert message.startswith("TFJob quota is created. pod quota-worker-0 cannot be created: 403 ")
+
+        async def failed_create_event() -> list[dict[str, Any]] | None:
+            found = [e for e in await cluster.events("quota") if e.get("reason") == "FailedCreatePod"]
+            return found or None
+
+        (event,) = await eventually(failed_create_event, 10, what="the FailedCreatePod event")
+        assert event["type"] == "Warning" and "exceeded quota" in event["message"]
+
+        await cluster.api.delete(RESOURCE_QUOTAS, "no-pods", ns)
+
+        async def one_pod() -> bool:
+            return len(await cluster.pods("quota")) == 1
+
+        await eventually(one_pod, 60, what="the pod once the quota is gone")
+        await _message_back_to_plain(cluster, "quota")
 
 
 async def test_a_pod_create_forbidden_to_the_controller_is_explained_on_the_tfjob() -> None:
