@@ -582,6 +582,7 @@ class Result:
     jobs: int
     review_bytes: int
     ready_seconds: float
+    ready_cpu_seconds: float
     baseline_rss_mib: float
     rss_mib: float
     peak_rss_mib: float
@@ -699,9 +700,14 @@ async def run(args: argparse.Namespace) -> Result:
                 server_process(webhook_command(handle.kubeconfig, cert_dir, port, ops_port), server_core)
             )
             ready = await wait_ready(ops_port, 300)
+            # Its own CPU until then: start-up, list and decode, apart from the wait for the API server.
+            ready_cpu = cpu_seconds(process.pid)
             await asyncio.sleep(1.0)
             rss, _ = memory_kib(process.pid)
-            print(f"webhook ready after {ready:.1f}s, RSS {rss / 1024:.1f} MiB", flush=True)
+            print(
+                f"webhook ready after {ready:.1f}s ({ready_cpu:.1f}s of its CPU), RSS {rss / 1024:.1f} MiB",
+                flush=True,
+            )
             servers = [Server("tfgang", port, process.pid)]
             if go_binary is not None:
                 go_port = free_port()
@@ -754,6 +760,7 @@ async def run(args: argparse.Namespace) -> Result:
                 jobs=args.jobs,
                 review_bytes=len(bodies[0]),
                 ready_seconds=ready,
+                ready_cpu_seconds=ready_cpu,
                 baseline_rss_mib=baseline / 1024,
                 rss_mib=rss / 1024,
                 peak_rss_mib=0.0,
@@ -862,7 +869,8 @@ def render(result: Result) -> str:
             ),
             (
                 f"time to ready (list {result.jobs:,} TFJobs, then watch)",
-                f"{result.ready_seconds:.1f} s",
+                f"{result.ready_seconds:.1f} s ({result.ready_cpu_seconds:.1f} s of the webhook's CPU; the "
+                "sandbox API server answering the list is in the bench process, on the other core)",
                 f"<= 3 s: {verdict(result.ready_seconds <= 3.0)}",
             ),
         ]
