@@ -844,6 +844,8 @@ def render(result: Result) -> str:
     servers = "\n".join(rows)
     ratio = tfgang.per_second / go.per_second if go is not None else float("nan")
     go_figure = f"Go anchor: {go.per_second:,.0f}/s" if go is not None else "no anchor run"
+    capacity = go.cpu_per_request_us / tfgang.cpu_per_request_us if go is not None else float("nan")
+    go_capacity = f"Go anchor: {1e6 / go.cpu_per_request_us:,.0f}/s" if go is not None else "no anchor run"
     go_p99 = f"Go anchor: {result.open['go'].p99_ms:.2f} ms" if go is not None else "no anchor run"
     at_rate = result.open["tfgang"]
     rate_column = f"latency at {result.rate:,.0f}/s (ms)"
@@ -855,6 +857,12 @@ def render(result: Result) -> str:
                 "throughput on one core, relative to the Go anchor",
                 f"{ratio:.2f}x ({tfgang.per_second:,.0f}/s; {go_figure})",
                 f">= 1.0x: {verdict(ratio >= 1.0)}",
+            ),
+            (
+                # wrk's rate is what a server got of a shared core; CPU per review is what it needs.
+                "one core's capacity (1 / CPU per review), relative to the Go anchor's",
+                f"{capacity:.2f}x ({1e6 / tfgang.cpu_per_request_us:,.0f}/s; {go_capacity})",
+                "(the same goal, free of the machine's load)",
             ),
             (
                 f"p99 at {result.rate:,.0f} req/s",
