@@ -7,6 +7,8 @@ exactly that, with every bound as plain state of the connection:
 
 - keep-alive and pipelined requests, answered in order; ``Connection: close`` and HTTP/1.0
   without keep-alive close after the answer; ``Expect: 100-continue`` is answered before the body;
+  a client that does not read its answers is not read from (``pause_writing``), and one that does
+  not take its last answer is cut off ``header_timeout`` after the close;
 - a connection without a request for ``idle_timeout`` is closed (armed when it opens and after
   each answer); a request whose first byte came must complete its headers within
   ``header_timeout`` and its body within ``body_timeout`` (else 408 and close);
@@ -139,6 +141,7 @@ class HttpProtocol(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._timer_kind: Callable[[], None] | None = None
         self._deadline = 0.0
+        self._writing_paused = False
 
     @property
     def serving(self) -> asyncio.Task[None] | None:
@@ -172,6 +175,20 @@ class HttpProtocol(asyncio.Protocol):
                 self._transport.pause_reading()
         else:
             self._next_request()
+
+    def pause_writing(self) -> None:
+        # The client does not read its answers: read no more requests until it has (pipelined
+        # requests would otherwise pile answers up in the transport without bound).
+        self._writing_paused = True
+        if self._transport is not None:
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._transport is not None:
+            self._transport.resume_reading()
+            if self._serving is None and self._pending is None:
+                self._next_request()
 
     def eof_received(self) -> bool | None:
         return False  # close: a request cut short is not answered
@@ -349,10 +366,10 @@ class HttpProtocol(asyncio.Protocol):
             head += "Connection: close\r\n"
         transport.write(head.encode("latin-1") + b"\r\n" + reply.body)
         if not keep_alive:
-            transport.close()
+            self._close(transport)
             return
         self._arm(self._intake.idle_timeout, self._idle)
-        if self._buffer:
+        if self._buffer and not self._writing_paused:
             transport.resume_reading()
             self._next_request()
 
@@ -396,7 +413,18 @@ class HttpProtocol(asyncio.Protocol):
 
     def _idle(self) -> None:
         if self._transport is not None and self._serving is None and not self._buffer:
-            self._transport.close()
+            self._close(self._transport)
+
+    def _close(self, transport: asyncio.Transport) -> None:
+        """Close once the answer is out; a client that does not read it within ``header_timeout``
+        is cut off (a close waits for the peer to take the buffered answer, which it may never)."""
+        transport.close()
+        if transport.get_write_buffer_size():
+            self._loop.call_later(self._intake.header_timeout, self._abort, transport)
+
+    def _abort(self, transport: asyncio.Transport) -> None:
+        if self._transport is transport:  # not yet lost
+            transport.abort()
 
     def _headers_too_slow(self) -> None:
         if self._transport is None or self._pending is not None or self._serving is not None:

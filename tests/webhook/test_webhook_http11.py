@@ -1,5 +1,6 @@
 """The webhook's HTTP/1.1 over real TLS: what kube-apiserver's client does (keep-alive, a query on
-the path, pipelining, ``Expect: 100-continue``) is served; what it never does is refused clearly."""
+the path, pipelining, ``Expect: 100-continue``) is served; what it never does is refused clearly; a
+client that does not read its answers holds neither memory nor its connection slot."""
 
 from __future__ import annotations
 
@@ -10,10 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from certs.authority import CertificateAuthority
 from tests.webhook.admission_cases import load_cases
 from tests.webhook.webhook_harness import client_context, make_cert_dir, running_webhook
+from tfjob.settings import Settings
+from webhook.app import build_app
+from webhook.cache import StaticJobs
+from webhook.http11 import HttpProtocol, Intake
+from webhook.metrics import WebhookMetrics
 
 SEED = load_cases("mutate-seed-ps-0")[0]
 BODY = json.dumps(SEED.review).encode()
@@ -182,3 +189,81 @@ def test_served_the_same_on_uvloop(tmp_path: Path) -> None:
             return statuses
 
     assert uvloop.run(exchange()) == [200, 200]
+
+
+class _Transport(asyncio.Transport):
+    """The transport side as asyncio drives a protocol: what was written, whether reading is on.
+    ``full_after`` writes, it reports a full write buffer, as asyncio does above its high-water mark."""
+
+    def __init__(self, protocol: asyncio.Protocol | None = None, full_after: int | None = None) -> None:
+        super().__init__()
+        self.protocol, self.full_after = protocol, full_after
+        self.written: list[bytes] = []
+        self.reading, self.closed, self.aborted, self.buffered = True, False, False, 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
+        if self.full_after is not None and len(self.written) >= self.full_after and self.protocol:
+            self.protocol.pause_writing()
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = self.aborted = True
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+
+def _protocol(header_timeout: float = 10.0) -> HttpProtocol:
+    app = build_app(StaticJobs(SEED.tfjobs), Settings(), WebhookMetrics(CollectorRegistry()))
+    limits = Intake(
+        idle_timeout=120.0, header_timeout=header_timeout, body_timeout=10.0,
+        max_header_bytes=8190, max_headers=64, max_body_bytes=app.intake.max_body_bytes,
+    )  # fmt: skip
+    return HttpProtocol(app, limits, app.intake.bodies)
+
+
+async def _settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_a_client_that_does_not_read_its_answers_is_not_read_from() -> None:
+    protocol = _protocol()
+    transport = _Transport(protocol, full_after=1)
+    protocol.connection_made(transport)
+    protocol.data_received(_request() * 3)  # three pipelined reviews in one read
+    await _settle()
+    # The first answer filled the write buffer: no further request is answered, nothing more read.
+    assert len(transport.written) == 1 and not transport.reading
+    transport.full_after = None
+    protocol.resume_writing()
+    await _settle()
+    assert len(transport.written) == 3 and transport.reading
+    assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in transport.written)
+    protocol.connection_lost(None)
+
+
+@pytest.mark.parametrize("unread", [0, 4096])
+async def test_an_answer_the_client_does_not_take_is_cut_off_after_the_header_timeout(unread: int) -> None:
+    protocol = _protocol(header_timeout=0.05)
+    transport = _Transport()
+    transport.buffered = unread  # what of the answer the peer has not taken yet
+    protocol.connection_made(transport)
+    protocol.data_received(_request(extra=b"Connection: close\r\n"))
+    await _settle()
+    assert transport.closed and transport.written[0].startswith(b"HTTP/1.1 200 OK\r\n")
+    await asyncio.sleep(0.3)
+    assert transport.aborted is bool(unread)
+    protocol.connection_lost(None)
