@@ -168,9 +168,10 @@ class HttpProtocol(asyncio.Protocol):
             arrived = pending.arrived
             if arrived is not None and len(self._buffer) >= pending.length and not arrived.done():
                 arrived.set_result(None)
-        elif self._serving is not None:
-            # An answer is being made; a pipelined request waits in the buffer. Bounded: past one
-            # header block's worth, stop reading until the answer is out.
+        elif self._serving is not None or self._writing_paused:
+            # An answer is being made (or the client has not taken the last ones); a pipelined
+            # request waits in the buffer. Bounded: past one header block's worth, stop reading
+            # until the answer is out.
             if len(self._buffer) > self._max_head and self._transport is not None:
                 self._transport.pause_reading()
         else:
