@@ -82,7 +82,7 @@ def _finishes(job: Mapping[str, Any], new_status: Mapping[str, Any]) -> bool:
     return is_finished(new_status.get("conditions") or []) and not is_finished(old_conditions)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Reconciler:
     """What a pass reads from (the caches), acts and writes with, and reports to."""
 

@@ -160,6 +160,10 @@ async def test_two_controllers_only_the_leader_acts_and_the_follower_takes_over(
     assert not lease["spec"].get("holderIdentity"), "and releases its Lease for the next replica"
 
 
+@pytest.mark.open_on_kube_apiserver(
+    "after etcd is compacted and kube-apiserver restarted, a reflector now and then (priorityclasses, "
+    "which sees no events) resumes its watch without a 410 and never relists; the job completes"
+)
 async def test_a_compacted_watch_history_is_relisted_and_the_job_completes(
     cluster: Cluster, controller_kubeconfig: str, apiserver: Any
 ) -> None:
