@@ -8,6 +8,8 @@ Public API:
 - ``ExecPlugin`` -- frozen: a kubeconfig ``user.exec`` stanza (client-go's credential plugin).
 - ``load_kubeconfig(path, context=None) -> Endpoint`` -- the context given, else the current one.
 - ``load_in_cluster(environ=os.environ, account_dir=SERVICE_ACCOUNT_DIR) -> Endpoint``.
+- ``context_namespace(path, context=None) -> str`` -- the context's namespace ("" if it sets none),
+  as kubectl reads it.
 
 Both raise ``kube.errors.ConfigError`` with a readable message. What client-go reads is read:
 relative file paths are relative to the kubeconfig's directory, ``*-data`` fields are base64 and
@@ -21,15 +23,24 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import yaml
 
 from kube.errors import ConfigError
 
-__all__ = ["SERVICE_ACCOUNT_DIR", "Endpoint", "ExecPlugin", "load_in_cluster", "load_kubeconfig"]
+__all__ = [
+    "SERVICE_ACCOUNT_DIR",
+    "Endpoint",
+    "ExecPlugin",
+    "context_namespace",
+    "load_in_cluster",
+    "load_kubeconfig",
+]
+
+_T = TypeVar("_T")
 
 SERVICE_ACCOUNT_DIR: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -62,12 +73,20 @@ class Endpoint:
 
 
 def load_kubeconfig(path: str, context: str | None = None) -> Endpoint:
+    return _read(path, lambda document: _endpoint(document, context, os.path.dirname(os.path.abspath(path))))
+
+
+def context_namespace(path: str, context: str | None = None) -> str:
+    return _read(path, lambda document: _text(_context(document, context)[1], "namespace"))
+
+
+def _read(path: str, interpret: Callable[[Any], _T]) -> _T:
     if not os.path.isfile(path):
         raise ConfigError(f"kubeconfig {path!r} does not exist or is not a file")
     try:
         with open(path, encoding="utf-8") as handle:
             document = yaml.safe_load(handle)
-        return _endpoint(document, context, os.path.dirname(os.path.abspath(path)))
+        return interpret(document)
     except ConfigError as exc:
         raise ConfigError(f"cannot load kubeconfig {path!r}: {exc}") from None
     except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -112,16 +131,21 @@ def _named(document: Mapping[str, Any], section: str, name: str) -> Mapping[str,
     raise ConfigError(f"{section[:-1]} {name!r} does not exist")
 
 
-def _endpoint(document: Any, context: str | None, base_dir: str) -> Endpoint:
+def _context(document: Any, context: str | None) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The kubeconfig as a mapping, and the body of the context given (else the current one)."""
     if not isinstance(document, Mapping):
         raise ConfigError("not a kubeconfig (expected a mapping at the top)")
     chosen = context or document.get("current-context")
     if not isinstance(chosen, str) or not chosen:
         raise ConfigError("no context given and no current-context set")
     try:
-        context_body = _named(document, "contexts", chosen)
+        return document, _named(document, "contexts", chosen)
     except ConfigError:
         raise ConfigError(f"context {chosen!r} does not exist") from None
+
+
+def _endpoint(document: Any, context: str | None, base_dir: str) -> Endpoint:
+    document, context_body = _context(document, context)
     cluster = _named(document, "clusters", _text(context_body, "cluster", required=True))
     user_name = _text(context_body, "user")
     user = _named(document, "users", user_name) if user_name else {}

@@ -12,13 +12,11 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from kubernetes_asyncio import config as k8s_config
 
 from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import ConfigError
+from kube.kubeconfig import context_namespace
 
 USER_AGENT = "kubectl-tfjob"
 
@@ -48,22 +46,7 @@ def resolve(
     path = kubeconfig_path(kubeconfig, environ)
     if not os.path.isfile(path):
         raise ConfigError(f"kubeconfig {path!r} does not exist: give --kubeconfig or set KUBECONFIG")
-    return Target(path, context, namespace or _context_namespace(path, context) or "default")
-
-
-def _context_namespace(path: str, context: str | None) -> str:
-    try:
-        contexts, current = k8s_config.list_kube_config_contexts(path)
-    except Exception as exc:  # the kubeconfig parser fails in many ways on a malformed file
-        raise ConfigError(f"cannot read kubeconfig {path!r}: {exc}") from exc
-    chosen: Any = current
-    if context is not None:
-        chosen = next((c for c in contexts or () if isinstance(c, dict) and c.get("name") == context), None)
-        if chosen is None:
-            raise ConfigError(f"context {context!r} does not exist in kubeconfig {path!r}")
-    body = chosen.get("context") if isinstance(chosen, dict) else None
-    namespace = body.get("namespace") if isinstance(body, dict) else None
-    return namespace if isinstance(namespace, str) else ""
+    return Target(path, context, namespace or context_namespace(path, context) or "default")
 
 
 @contextlib.asynccontextmanager
