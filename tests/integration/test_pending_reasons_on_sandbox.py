@@ -40,6 +40,16 @@ async def _message_containing(cluster: Cluster, name: str, *parts: str, within: 
     return await eventually(said, within, what=f"{name}'s Created condition to say {parts}")
 
 
+async def _the_failed_create_event(cluster: Cluster, name: str) -> dict[str, Any]:
+    """The one FailedCreatePod event about the job (the recorder sends it in the background)."""
+
+    async def found() -> list[dict[str, Any]] | None:
+        return [e for e in await cluster.events(name) if e.get("reason") == "FailedCreatePod"] or None
+
+    (event,) = await eventually(found, 10, what=f"{name}'s FailedCreatePod event")
+    return event
+
+
 async def _message_back_to_plain(cluster: Cluster, name: str, within: float = 30.0) -> None:
     async def plain() -> bool:
         return _created_message(await cluster.job(name)) == f"TFJob {name} is created."
@@ -151,11 +161,7 @@ async def test_a_pod_the_api_refuses_is_explained_on_the_tfjob(
         )
         assert message.startswith("TFJob refused is created. pod refused-worker-0 cannot be created: 422 ")
 
-        async def failed_create_event() -> list[dict[str, Any]] | None:
-            found = [e for e in await cluster.events("refused") if e.get("reason") == "FailedCreatePod"]
-            return found or None
-
-        (event,) = await eventually(failed_create_event, 10, what="the FailedCreatePod event")
+        event = await _the_failed_create_event(cluster, "refused")
         assert event["type"] == "Warning" and "Side_Car" in event["message"]
 
 
@@ -186,11 +192,7 @@ async def test_a_pod_over_the_namespace_quota_is_explained_on_the_tfjob_until_th
         )
         assert message.startswith("TFJob quota is created. pod quota-worker-0 cannot be created: 403 ")
 
-        async def failed_create_event() -> list[dict[str, Any]] | None:
-            found = [e for e in await cluster.events("quota") if e.get("reason") == "FailedCreatePod"]
-            return found or None
-
-        (event,) = await eventually(failed_create_event, 10, what="the FailedCreatePod event")
+        event = await _the_failed_create_event(cluster, "quota")
         assert event["type"] == "Warning" and "exceeded quota" in event["message"]
 
         await cluster.api.delete(RESOURCE_QUOTAS, "no-pods", ns)
