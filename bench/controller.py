@@ -136,10 +136,13 @@ async def _plain_phase(api: KubeApi, jobs: int, server_cpu: Callable[[], float])
         body["metadata"]["name"] = f"bench-{index:04d}"
         return body
 
-    # Volcano and the kubelet watch in both phases: the bench plays them, here without admitting.
+    # Volcano and the kubelet watch in both phases, and Volcano admits every PodGroup in both:
+    # the cluster's own work for these objects, so that the ratio is the controller's extra alone.
     watchers = [
-        asyncio.create_task(_watch_added(api, res, set(), namespace=PLAIN_NAMESPACE))
-        for res in (PODGROUPS_V1BETA1, PODS)
+        asyncio.create_task(
+            _watch_added(api, PODGROUPS_V1BETA1, set(), _admitter(api, PLAIN_NAMESPACE), PLAIN_NAMESPACE)
+        ),
+        asyncio.create_task(_watch_added(api, PODS, set(), namespace=PLAIN_NAMESPACE)),
     ]
     before = server_cpu()
     created = await asyncio.gather(*(create(TFJOBS, job(i)) for i in range(jobs)))
@@ -229,7 +232,7 @@ async def _watch_added(
             resource_version = "0"
 
 
-def _admitter(api: KubeApi) -> Callable[[str], Awaitable[None]]:
+def _admitter(api: KubeApi, namespace: str = NAMESPACE) -> Callable[[str], Awaitable[None]]:
     """Play Volcano: a new PodGroup goes Inqueue."""
 
     async def admit(name: str) -> None:
@@ -238,7 +241,7 @@ def _admitter(api: KubeApi) -> Callable[[str], Awaitable[None]]:
                 PODGROUPS_V1BETA1,
                 name,
                 {"status": {"phase": "Inqueue"}},
-                NAMESPACE,
+                namespace,
                 patch_type=PatchType.MERGE,
             )
 
@@ -437,7 +440,12 @@ def _verdict(ok: bool) -> str:
 
 
 def render(result: dict[str, Any]) -> str:
-    server_ratio = result["server_ms_per_object"] / result["plain"]["create_ms"]
+    # The bench's own TFJob creates fall in the controller's phase; the plain phase measured what
+    # one costs, so the controller's share is what is left without them.
+    tfjob_creates_ms = result["plain"]["tfjob_create_ms"] * result["jobs"] / result["objects"]
+    controller_share_ms = result["server_ms_per_object"] - tfjob_creates_ms
+    server_ratio = controller_share_ms / result["plain"]["create_ms"]
+    all_in_ratio = result["server_ms_per_object"] / result["plain"]["create_ms"]
     plain_rate = result["plain"]["objects"] / result["plain"]["seconds"]
     restart = result["restart"] or {"ready_s": float("nan"), "ready_cpu_s": float("nan"),
                                      "fresh_rss_mib": float("nan"), "first_job_s": float("nan")}  # fmt: skip
@@ -479,11 +487,14 @@ def render(result: dict[str, Any]) -> str:
             f"| API server CPU per object, the controller creating them (all its requests included, "
             f"and the bench's TFJob creates and Volcano-like PodGroup admissions) | "
             f"{result['server_ms_per_object']:.2f} ms | |",
-            f"| API server CPU per object, a plain concurrent client creating the same objects | "
+            f"| the same without the bench's TFJob creates (at the plain phase's cost of one) | "
+            f"{controller_share_ms:.2f} ms | |",
+            f"| API server CPU per object, a plain concurrent client creating the same objects "
+            f"(Volcano-like admissions included) | "
             f"{result['plain']['create_ms']:.2f} ms ({plain_rate:.0f} creates/s; a TFJob create "
             f"{result['plain']['tfjob_create_ms']:.2f} ms) | |",
-            f"| API server CPU, controller / plain client | {server_ratio:.2f}x | <= 1.5x: "
-            f"{_verdict(server_ratio <= 1.5)} |",
+            f"| API server CPU, controller / plain client, without the TFJob creates (with them) | "
+            f"{server_ratio:.2f}x ({all_in_ratio:.2f}x) | <= 1.5x: {_verdict(server_ratio <= 1.5)} |",
             f"| controller RSS right after the burst (every pod created, status written) | "
             f"{result['burst_rss_mib']:.0f} MiB | {rss_goal} |",
             f"| RSS of a controller started afresh with the same objects (after kill -9 of the first) | "
