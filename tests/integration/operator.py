@@ -271,7 +271,7 @@ async def running_controller(kubeconfig: str, config: ControllerConfig) -> Async
 
 @contextlib.contextmanager
 def controller_process(
-    kubeconfig: str, workdir: Path, *flags: str, name: str = "controller"
+    kubeconfig: str, workdir: Path, *flags: str, name: str = "controller", ready_within: float = 30
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """``python -m controller`` as a process; yields it and its ops port once /readyz answers."""
     ops_port = free_port()
@@ -297,7 +297,7 @@ def controller_process(
             env=env,
         )
     try:
-        _wait_http_ok(f"http://127.0.0.1:{ops_port}/readyz", 30, process)
+        _wait_http_ok(f"http://127.0.0.1:{ops_port}/readyz", ready_within, process)
         yield process, ops_port
     finally:
         _stop_process(process)
