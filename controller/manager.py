@@ -220,3 +220,8 @@ class Controller:
                 if result.requeue_after is not None:
                     self.queue.add_after(key, result.requeue_after)
             self.queue.done(key)
+            # A pass that makes no request never suspends, and neither does get() with keys waiting:
+            # without this, a worker going through thousands of passes that find nothing to do (the
+            # resync after a restart) would hold the loop, and /readyz, the watches and the change
+            # the queue should serve first would wait for all of them.
+            await asyncio.sleep(0)
