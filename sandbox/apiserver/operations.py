@@ -209,10 +209,12 @@ def _encode_continue(revision: int, after: str) -> str:
     return base64.urlsafe_b64encode(json.dumps({"rv": revision, "start": after}).encode()).decode()
 
 
-def _decode_continue(token: str) -> tuple[int, str]:
+def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    """The token's revision, and the (namespace, name) of the last object already listed."""
     try:
         data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        return int(data["rv"]), str(data["start"])
+        namespace, _, name = str(data["start"]).partition("/")
+        return int(data["rv"]), (namespace, name)
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise errors.bad_request(f"continue key is not valid: {exc}") from exc
 
@@ -226,7 +228,7 @@ def list_objects(
     continue_token: str,
 ) -> ListResult:
     revision = state.storage.revision
-    after = ""
+    after: tuple[str, str] | None = None
     if continue_token:
         token_revision, after = _decode_continue(continue_token)
         if token_revision < state.storage.oldest_watchable:
@@ -242,12 +244,10 @@ def list_objects(
     next_token = ""
     remaining: int | None = None
     last_position = ""
-    candidates = state.storage.list_in(info.storage_key, namespace)
+    candidates = state.storage.list_in(info.storage_key, namespace, after)
     for index, obj in enumerate(candidates):
         meta = obj.get("metadata") or {}
         position = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        if after and position <= after:
-            continue
         if matches is not None and not matches(obj):
             continue
         if limit and len(stored) >= limit:

@@ -8,6 +8,7 @@ events share them without copying.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import enum
 import json
 import logging
@@ -79,6 +80,9 @@ class Storage:
     def __init__(self, watch_window: int = DEFAULT_WATCH_WINDOW) -> None:
         self._revision = 1
         self._objects: dict[StorageKey, dict[str, dict[str, JsonObj]]] = {}
+        # Every (namespace, name) of a kind in order, kept until one is added or removed: a list
+        # read page by page (the controller's, 500 at a time) then sorts once, not once a page.
+        self._order: dict[StorageKey, list[tuple[str, str]]] = {}
         self._history: deque[StoredEvent] = deque()
         self._window = max(1, watch_window)
         self._oldest_watchable = 1
@@ -105,12 +109,23 @@ class Storage:
     def get(self, key: StorageKey, namespace: str, name: str) -> JsonObj | None:
         return self._objects.get(key, {}).get(namespace, {}).get(name)
 
-    def list_in(self, key: StorageKey, namespace: str | None) -> list[JsonObj]:
+    def list_in(
+        self, key: StorageKey, namespace: str | None, after: tuple[str, str] | None = None
+    ) -> list[JsonObj]:
+        """The objects of ``key`` in ``namespace`` (None: every namespace) in (namespace, name)
+        order, from the first one past ``after``."""
         buckets = self._objects.get(key, {})
+        order = self._order.get(key)
+        if order is None:
+            order = self._order[key] = sorted((ns, name) for ns, bucket in buckets.items() for name in bucket)
+        start, end = 0, len(order)
         if namespace is not None:
-            bucket = buckets.get(namespace, {})
-            return [bucket[name] for name in sorted(bucket)]
-        return [buckets[ns][name] for ns in sorted(buckets) for name in sorted(buckets[ns])]
+            # (ns,) sorts before every (ns, name); ns + NUL after them and before any later namespace.
+            start = bisect.bisect_left(order, (namespace,))
+            end = bisect.bisect_left(order, (namespace + "\0",), start)
+        if after is not None:
+            start = max(start, bisect.bisect_right(order, after, start, end))
+        return [buckets[ns][name] for ns, name in order[start:end]]
 
     def encoded(self, obj: JsonObj) -> bytes:
         """The JSON of a current stored object, encoded once per version."""
@@ -148,6 +163,8 @@ class Storage:
         name = str(meta["name"])
         bucket = self._objects.setdefault(key, {}).setdefault(namespace, {})
         previous = bucket.get(name)
+        if previous is None:
+            self._order.pop(key, None)
         revision = self.next_revision()
         meta["resourceVersion"] = str(revision)
         bucket[name] = obj
@@ -168,6 +185,7 @@ class Storage:
         if not bucket or name not in bucket:
             return None
         previous = bucket.pop(name)
+        self._order.pop(key, None)
         if not bucket:
             del self._objects[key][namespace]
         ref = ObjectRef(key, namespace, name)

@@ -219,6 +219,30 @@ async def test_list_with_selectors_limit_and_continue(api_client: ApiClient) -> 
     assert (await core.list_namespaced_pod("default", label_selector="page=yes")).items == []
 
 
+async def test_a_list_of_every_namespace_read_page_by_page_has_each_object_once(
+    api_client: ApiClient,
+) -> None:
+    """In (namespace, name) order, as kube-apiserver lists, even where a namespace is a prefix of
+    another ("pg" sorts before "pg-b", though "pg/..." sorts after "pg-b/...")."""
+    core = client.CoreV1Api(api_client)
+    wanted = []
+    for namespace in ("pg", "pg-b"):
+        await core.create_namespace({"metadata": {"name": namespace}})
+        for index in range(3):
+            await core.create_namespaced_config_map(namespace, {"metadata": {"name": f"cm-{index}"}})
+            wanted.append((namespace, f"cm-{index}"))
+    seen: list[tuple[str, str]] = []
+    token = None
+    while True:
+        page = await core.list_config_map_for_all_namespaces(limit=2, _continue=token)
+        seen += [(m.metadata.namespace, m.metadata.name) for m in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+    ours = [entry for entry in seen if entry[0] in ("pg", "pg-b")]
+    assert ours == wanted
+
+
 async def test_watch_from_a_list_then_410_forces_a_relist(
     api: ApiServerHandle, api_client: ApiClient
 ) -> None:
