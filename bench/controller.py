@@ -59,7 +59,7 @@ from kube.patches import PatchType  # noqa: E402
 from kube.resources import NAMESPACES, PODGROUPS_V1BETA1, PODS, SERVICES  # noqa: E402
 from sandbox.testing import start_apiserver  # noqa: E402
 from tests.integration.cluster import container_status, load_seed  # noqa: E402
-from tests.integration.operator import controller_process  # noqa: E402
+from tests.integration.operator import controller_process, metrics_text  # noqa: E402
 from tfjob.facts import read_facts  # noqa: E402
 from tfjob.podgroup import desired_podgroup  # noqa: E402
 from tfjob.pods import desired_pod  # noqa: E402
@@ -286,6 +286,22 @@ async def _wait_for_state(api: KubeApi, job: str, state: str, within: float = 30
     raise TimeoutError(f"{job} never reached {state}")
 
 
+async def _until_queue_empty(ops_port: int, steady: float = 1.0, within: float = 300.0) -> float:
+    """Seconds until the controller's work queue has stayed empty for ``steady`` seconds."""
+    started = empty_since = time.monotonic()
+    while time.monotonic() - started < within:
+        text = await asyncio.to_thread(metrics_text, ops_port)
+        depths = [line.rsplit(" ", 1)[1] for line in text.splitlines() if line.startswith("workqueue_depth{")]
+        depth = sum(float(value) for value in depths)
+        now = time.monotonic()
+        if depth:
+            empty_since = now
+        elif now - empty_since >= steady:
+            return empty_since - started
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"the controller's work queue was not empty within {within:.0f} s")
+
+
 async def _transition(api: KubeApi, job: str, pods: list[str], phase: str, state: str) -> float:
     """Change every pod of ``job`` to ``phase``; seconds from the last change to ``state``."""
     for pod in pods:
@@ -372,7 +388,7 @@ async def run(
             )
             with controller_process(
                 str(controller_kubeconfig), workdir, *controller_flags, name="bench-controller"
-            ) as (process, _port):
+            ) as (process, ops_port):
                 apiserver.clear_request_log()
                 profiling = contextlib.ExitStack()
                 if profile is not None:
@@ -404,7 +420,10 @@ async def run(
                 burst_memory = _memory_kib(process.pid)
                 profiling.close()
 
-                # Idle latency: one job at a time, the controller otherwise quiet.
+                # Idle latency: one job at a time, the controller otherwise quiet. At 10,000 jobs the
+                # passes that write the burst's held-back counts are still queued two seconds after
+                # the last pod exists: a transition measured then waits behind them.
+                drained_s = await _until_queue_empty(ops_port)
                 latencies: list[float] = []
                 for index in range(min(samples, jobs)):
                     job = f"bench-{index:04d}"
@@ -439,6 +458,7 @@ async def run(
         "created_all_s": created_all,
         "all_exist_s": all_exist,
         "latency_samples": len(latencies),
+        "drained_s": drained_s,
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": _percentile(latencies, 0.99) * 1000,
         "requests_per_job": len(records) / jobs,
@@ -501,8 +521,10 @@ def render(result: dict[str, Any]) -> str:
             f"| time until every PodGroup and pod of {result['jobs']} TFJobs (4 replicas) exists | "
             f"{result['all_exist_s']:.1f} s (all TFJobs created after {result['created_all_s']:.1f} s) "
             "| <= 60 s |",
-            f"| last pod change -> new condition, p50 ({result['latency_samples']} transitions, idle) | "
-            f"{result['p50_ms']:.0f} ms | |",
+            f"| the burst's remaining passes: work queue empty after (from 2 s after the last pod) | "
+            f"{result['drained_s']:.1f} s | |",
+            f"| last pod change -> new condition, p50 ({result['latency_samples']} transitions, idle: "
+            f"the work queue empty) | {result['p50_ms']:.0f} ms | |",
             f"| last pod change -> new condition, p99 | {result['p99_ms']:.0f} ms | <= 100 ms |",
             f"| controller API requests per job, all included | {result['requests_per_job']:.1f} | |",
             f"| of which writes to the job's objects (PodGroup, pods, services, status) | "
