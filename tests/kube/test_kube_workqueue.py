@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -41,8 +42,9 @@ async def test_a_key_is_never_handed_to_two_workers_at_once() -> None:
     assert len(queue) == 0
 
 
-async def test_concurrent_workers_never_overlap_on_a_key() -> None:
-    queue = WorkQueue("t")
+async def _four_workers(queue: WorkQueue, feed: Callable[[], Awaitable[None]]) -> tuple[list[str], list[str]]:
+    """Four workers serve ``queue`` while ``feed`` adds keys, until it is drained: the keys found
+    already being worked on when handed out again (must be none), and every key processed."""
     active: set[str] = set()
     overlaps: list[str] = []
     processed: list[str] = []
@@ -62,16 +64,26 @@ async def test_concurrent_workers_never_overlap_on_a_key() -> None:
             queue.done(key)
 
     workers = [asyncio.create_task(worker()) for _ in range(4)]
-    for _ in range(20):
-        for key in ["a", "b", "c"]:
-            queue.add(key)
-        await asyncio.sleep(0.0005)
+    await feed()
     for _ in range(1000):  # let the workers drain the queue
         if not len(queue) and not queue.processing:
             break
         await asyncio.sleep(0.005)
     queue.shutdown()
     await asyncio.gather(*workers)
+    return overlaps, processed
+
+
+async def test_concurrent_workers_never_overlap_on_a_key() -> None:
+    queue = WorkQueue("t")
+
+    async def feed() -> None:
+        for _ in range(20):
+            for key in ["a", "b", "c"]:
+                queue.add(key)
+            await asyncio.sleep(0.0005)
+
+    overlaps, processed = await _four_workers(queue, feed)
     assert overlaps == []
     assert set(processed) == {"a", "b", "c"}
 
@@ -262,37 +274,16 @@ async def test_a_change_to_a_key_being_processed_after_its_resync_puts_it_first(
 
 async def test_resync_keys_keep_one_worker_per_key_under_concurrency() -> None:
     queue = WorkQueue("t", resync_share=1)
-    active: set[str] = set()
-    overlaps: list[str] = []
-    passes: dict[str, int] = {}
 
-    async def worker() -> None:
-        while True:
-            try:
-                key = await queue.get()
-            except ShutDown:
-                return
-            if key in active:
-                overlaps.append(key)
-            active.add(key)
-            await asyncio.sleep(0.001)
-            passes[key] = passes.get(key, 0) + 1
-            active.discard(key)
-            queue.done(key)
+    async def feed() -> None:
+        for round_ in range(20):
+            for key in ["a", "b", "c", "d"]:
+                (queue.add_resync if round_ % 2 else queue.add)(key)
+            await asyncio.sleep(0.0005)
 
-    workers = [asyncio.create_task(worker()) for _ in range(4)]
-    for round_ in range(20):
-        for key in ["a", "b", "c", "d"]:
-            (queue.add_resync if round_ % 2 else queue.add)(key)
-        await asyncio.sleep(0.0005)
-    for _ in range(1000):
-        if not len(queue) and not queue.processing:
-            break
-        await asyncio.sleep(0.005)
-    queue.shutdown()
-    await asyncio.gather(*workers)
+    overlaps, processed = await _four_workers(queue, feed)
     assert overlaps == []
-    assert set(passes) == {"a", "b", "c", "d"}
+    assert set(processed) == {"a", "b", "c", "d"}
 
 
 def test_the_resync_share_is_at_least_one() -> None:
