@@ -49,6 +49,7 @@ sys.path.insert(0, str(REPO))
 import writebudget  # noqa: E402
 from perfdoc import section_markers, write_section  # noqa: E402
 from profiling import profile_summary, py_spy  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from controller.resources import TFJOBS  # noqa: E402
 from kube import eventloop  # noqa: E402
@@ -291,8 +292,12 @@ async def _until_queue_empty(ops_port: int, steady: float = 1.0, within: float =
     started = empty_since = time.monotonic()
     while time.monotonic() - started < within:
         text = await asyncio.to_thread(metrics_text, ops_port)
-        depths = [line.rsplit(" ", 1)[1] for line in text.splitlines() if line.startswith("workqueue_depth{")]
-        depth = sum(float(value) for value in depths)
+        depth = sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            if family.name == "workqueue_depth"
+            for sample in family.samples
+        )
         now = time.monotonic()
         if depth:
             empty_since = now
