@@ -39,6 +39,7 @@ import os
 import platform
 import random
 import re
+import resource
 import socket
 import ssl
 import subprocess
@@ -52,6 +53,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from machine_floor import paced_echo_round_trips
 from perfdoc import section_markers, write_section
 from profiling import profile_summary, py_spy
 from tools import BenchSetupError, tool
@@ -481,6 +483,9 @@ class Load:
     max_ms: float
     errors: int
     server_cpu_s: float
+    # The load generator's own CPU: at a fixed rate, a generator near a whole core of its own
+    # queues its requests behind each other, and that wait is counted as the server's latency.
+    client_cpu_s: float
 
     @property
     def per_second(self) -> float:
@@ -490,8 +495,19 @@ class Load:
     def cpu_per_request_us(self) -> float:
         return self.server_cpu_s / max(1, self.requests) * 1e6
 
+    @property
+    def client_core_share(self) -> float:
+        """The share of one core the load generator used while it ran."""
+        return self.client_cpu_s / self.seconds
+
 
 _WRK_RESULT = re.compile(r"WRK-RESULT (.*)")
+
+
+def _children_cpu_seconds() -> float:
+    """User + system CPU of this process's children that have been waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_wrk(
@@ -501,11 +517,12 @@ def run_wrk(
         tool("wrk"), "-t1", f"-c{connections}", f"-d{seconds:g}s", "-s", str(BENCH / "post_reviews.lua"),
         f"https://127.0.0.1:{port}/mutate-pods", "--", str(bodies_file),
     ]  # fmt: skip
-    cpu_before = cpu_seconds(server_pid)
+    cpu_before, client_before = cpu_seconds(server_pid), _children_cpu_seconds()
     done = subprocess.run(
         command, capture_output=True, text=True, check=True, preexec_fn=lambda: _isolate(core)
     )
     server_cpu = cpu_seconds(server_pid) - cpu_before
+    client_cpu = _children_cpu_seconds() - client_before
     match = _WRK_RESULT.search(done.stdout)
     if match is None:
         raise RuntimeError(f"wrk printed no result:\n{done.stdout}\n{done.stderr}")
@@ -518,23 +535,27 @@ def run_wrk(
         max_ms=values["max_us"] / 1000,
         errors=values["errors"] + values["status_errors"],
         server_cpu_s=server_cpu,
+        client_cpu_s=client_cpu,
     )
+
+
+HEY_WORKERS = 10
 
 
 def run_hey(port: int, body_file: Path, rate: float, seconds: float, core: int, server_pid: int) -> Load:
     """``hey`` at ``rate`` requests/s in all, from ``workers`` keep-alive connections each paced to its
     share (each waits for its answer before the next: latency spikes above 10 ms thin the rate)."""
-    workers = 10
     command = [
-        tool("hey"), "-z", f"{seconds:g}s", "-c", str(workers), "-q", f"{rate / workers:g}", "-m", "POST",
-        "-T", "application/json", "-D", str(body_file), "-o", "csv",
+        tool("hey"), "-z", f"{seconds:g}s", "-c", str(HEY_WORKERS), "-q", f"{rate / HEY_WORKERS:g}",
+        "-m", "POST", "-T", "application/json", "-D", str(body_file), "-o", "csv",
         f"https://127.0.0.1:{port}/mutate-pods",
     ]  # fmt: skip
-    cpu_before = cpu_seconds(server_pid)
+    cpu_before, client_before = cpu_seconds(server_pid), _children_cpu_seconds()
     done = subprocess.run(
         command, capture_output=True, text=True, check=True, preexec_fn=lambda: _isolate(core)
     )
     server_cpu = cpu_seconds(server_pid) - cpu_before
+    client_cpu = _children_cpu_seconds() - client_before
     latencies, errors = [], 0
     for line in done.stdout.splitlines()[1:]:
         fields = line.split(",")
@@ -552,6 +573,7 @@ def run_hey(port: int, body_file: Path, rate: float, seconds: float, core: int, 
         max_ms=max(latencies) * 1000,
         errors=errors,
         server_cpu_s=server_cpu,
+        client_cpu_s=client_cpu,
     )
 
 
@@ -596,6 +618,8 @@ class Result:
     open: dict[str, Load] = field(default_factory=dict)
     mutated: int = 0
     admissions: int = 0
+    # (p50, p99) ms of a bare TCP echo between the two cores paced like one hey connection
+    echo_ms: tuple[float, float] | None = None
 
 
 async def load_sandbox(handle: Any, jobs: list[dict[str, Any]]) -> None:
@@ -787,11 +811,19 @@ async def run(args: argparse.Namespace) -> Result:
                     if best is None or load.per_second > best.per_second:
                         result.closed[server.name] = load
             for _ in range(args.rounds):
+                trips = await asyncio.to_thread(
+                    paced_echo_round_trips, server_core, client_core, HEY_WORKERS / args.rate, 500
+                )
+                floor = (percentile(trips, 0.5) * 1000, percentile(trips, 0.99) * 1000)
+                print(f"  TCP echo paced like hey: p50 {floor[0]:.2f} ms, p99 {floor[1]:.2f} ms", flush=True)
+                if result.echo_ms is None or floor[1] < result.echo_ms[1]:
+                    result.echo_ms = floor
                 for server in servers:
                     load = run_hey(server.port, one_body, args.rate, args.seconds, client_core, server.pid)
                     print(
                         f"{server.name:>6} hey at {args.rate:.0f}/s: p50 {load.p50_ms:.2f} ms, "
-                        f"p99 {load.p99_ms:.2f} ms, {load.errors} errors",
+                        f"p99 {load.p99_ms:.2f} ms, {load.errors} errors, "
+                        f"hey used {load.client_core_share:.0%} of its core",
                         flush=True,
                     )
                     best = result.open.get(server.name)
@@ -848,6 +880,10 @@ def render(result: Result) -> str:
     go_capacity = f"Go anchor: {1e6 / go.cpu_per_request_us:,.0f}/s" if go is not None else "no anchor run"
     go_p99 = f"Go anchor: {result.open['go'].p99_ms:.2f} ms" if go is not None else "no anchor run"
     at_rate = result.open["tfgang"]
+    echo_ms = result.echo_ms
+    echo = f"p50 {echo_ms[0]:.2f} ms, p99 {echo_ms[1]:.2f} ms" if echo_ms else "not measured"
+
+    go_hey_share = f"{result.open['go'].client_core_share:.0%}" if go is not None else "no anchor run"
     rate_column = f"latency at {result.rate:,.0f}/s (ms)"
     bare = ", and a bare aiohttp server" if "bare" in result.closed else ""
     goals = "\n".join(
@@ -903,6 +939,14 @@ pod admissions as mutated.
 | server | wrk throughput | vs Go | server CPU per review | wrk latency (ms) | {rate_column} | errors |
 |---|---|---|---|---|---|---|
 {servers}
+
+`hey`'s own CPU in the latency round shown for `tfgang-webhook`: {at_rate.client_core_share:.0%} of its
+core ({at_rate.client_cpu_s / max(1, at_rate.requests) * 1e6:.0f} us per request; the Go anchor's round:
+{go_hey_share}). A load generator that needs most of its core queues its own requests, and the
+wait is counted in every server's latency. The machine's own floor, measured between the rounds
+(`bench/machine_floor.py`): a bare TCP echo of one byte between the same two cores, no TLS and no
+HTTP, paced like one `hey` connection ({HEY_WORKERS / result.rate * 1000:g} ms apart), best round:
+{echo}. A server's p99 cannot be below the round trip of a program that does no work at all.
 
 The decision path alone (decode, look up, mutate, encode; no HTTP, no TLS) costs
 {result.decision_cpu_us:.0f} us per review (best of 5 passes over 2,000 reviews, in the bench process).
