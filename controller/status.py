@@ -15,6 +15,15 @@ and then written (the reconciler requeues the job for that moment, ``due_in``); 
 and carries the latest counts with it; a rising ``failed`` count is never held back (the backoff
 rules read it from the stored status). A controller that dies while holding a change back loses
 nothing but that moment: its successor plans the same status from what it observes.
+
+A job's first status waits the same moment while its gang waits for Volcano: the plain Created
+condition and when the wait began (``lastReconcileTime``), nothing else. Volcano usually admits a
+gang within that moment, and the pass that then creates the pods writes Created together with
+``startTime`` and the first counts: one status write instead of two, the job's first write being
+the costliest for the API server (a TFJob is a large object under a large schema, and every write
+of it is validated and field-managed whole). The write carries the wait's start as first planned,
+so the stored status ends the same as when written one by one. A gang that waits longer gets its
+Created condition written when the moment is over.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ from controller.resources import TFJOBS
 from kube.api import KubeApi
 from kube.ownwrites import OwnWrites
 from kube.patches import PatchType, merge_patch
+from tfjob.constants import COND_CREATED, REASON_CREATED
+from tfjob.planner.waiting import created_message
 from tfjob.wire import JobStatus
 
 logger = logging.getLogger(__name__)
@@ -38,6 +49,9 @@ logger = logging.getLogger(__name__)
 BATCH_SECONDS: Final = 1.5
 _COUNTS: Final = frozenset({"active", "succeeded", "failed"})
 _HOLDABLE: Final = frozenset({"replicaStatuses", "startTime"})
+_FIRST_WHILE_WAITING: Final = frozenset({"conditions", "lastReconcileTime"})
+# Timestamps a held-back write keeps as first planned, so the fold ends where single writes would.
+_FIRST_PLANNED: Final = ("startTime", "lastReconcileTime")
 
 
 def _status_of(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,9 +85,27 @@ def counts_only(patch: Mapping[str, Any], old_status: Mapping[str, Any]) -> bool
     return True
 
 
+def first_while_gang_waits(patch: Mapping[str, Any], old_status: Mapping[str, Any], job_name: str) -> bool:
+    """Whether ``patch`` is a job's first status while its gang waits for admission: the plain
+    Created condition and when the wait began, on a job no condition has been written for."""
+    if old_status.get("conditions") or set(patch) != _FIRST_WHILE_WAITING:
+        return False
+    conditions = patch["conditions"]
+    if not isinstance(conditions, list) or len(conditions) != 1:
+        return False
+    created = conditions[0]
+    return (
+        isinstance(created, Mapping)
+        and created.get("type") == COND_CREATED
+        and created.get("reason") == REASON_CREATED
+        and created.get("message") == created_message(job_name)
+    )
+
+
 @dataclass
 class StatusWriter:
-    """Writes a job's status when it changed, holding back changes that only move counts."""
+    """Writes a job's status when it changed, holding back changes that only move counts and a
+    first status written while the gang waits."""
 
     api: KubeApi
     writes: OwnWrites
@@ -84,16 +116,37 @@ class StatusWriter:
     _last: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict, init=False)
     # job uid -> when the counts change being held back was first seen (monotonic)
     _held: dict[str, float] = field(default_factory=dict, init=False)
-    # job uid -> the startTime first planned while its write was held back
-    _held_start: dict[str, str] = field(default_factory=dict, init=False)
+    # job uid -> the timestamps (startTime, lastReconcileTime) first planned while its write was held back
+    _held_times: dict[str, dict[str, str]] = field(default_factory=dict, init=False)
 
     def forget(self, job_uid: str) -> None:
         self._last.pop(job_uid, None)
+        self.forget_held(job_uid)
+
+    def forget_held(self, job_uid: str) -> None:
         self._held.pop(job_uid, None)
-        self._held_start.pop(job_uid, None)
+        self._held_times.pop(job_uid, None)
+
+    def _with_first_planned_times(
+        self, uid: str, old_status: Mapping[str, Any], new_status: JobStatus
+    ) -> JobStatus:
+        """``new_status`` with the timestamps first planned while its write was held back: the
+        first ``startTime`` where one is planned, and the first wait's start, also where the pass
+        that ends the wait no longer plans one (each held-back pass plans it anew)."""
+        times = self._held_times.get(uid)
+        if not times:
+            return new_status
+        merged = new_status.copy()
+        start = times.get("startTime")
+        if start and merged.get("startTime") and not old_status.get("startTime"):
+            merged["startTime"] = start
+        waited = times.get("lastReconcileTime")
+        if waited and not old_status.get("lastReconcileTime"):
+            merged["lastReconcileTime"] = waited
+        return merged
 
     def due_in(self, job_uid: str) -> float | None:
-        """Seconds until the counts change held back for the job is written; None if none is."""
+        """Seconds until the change held back for the job is written; None if none is."""
         held = self._held.get(job_uid)
         if held is None:
             return None
@@ -105,22 +158,23 @@ class StatusWriter:
         old_status = _status_of(job)
         metadata = job.get("metadata") or {}
         uid = str(metadata.get("uid") or "")
-        first_start = self._held_start.get(uid)
-        if first_start and new_status.get("startTime") and not old_status.get("startTime"):
-            new_status = JobStatus(**{**new_status, "startTime": first_start})
+        new_status = self._with_first_planned_times(uid, old_status, new_status)
         patch = merge_patch(old_status, dict(new_status))
         if not patch:
-            self._held.pop(uid, None)
-            self._held_start.pop(uid, None)
+            self.forget_held(uid)
             return False
-        if self.batch_seconds > 0 and counts_only(patch, old_status):
+        if self.batch_seconds > 0 and (
+            counts_only(patch, old_status)
+            or first_while_gang_waits(patch, old_status, str(metadata.get("name") or ""))
+        ):
             now = self.clock()
             if now < self._held.setdefault(uid, now) + self.batch_seconds:
-                if "startTime" in patch:
-                    self._held_start.setdefault(uid, str(patch["startTime"]))
+                times = self._held_times.setdefault(uid, {})
+                for key in _FIRST_PLANNED:
+                    if patch.get(key):
+                        times.setdefault(key, str(patch[key]))
                 return False
-        self._held.pop(uid, None)
-        self._held_start.pop(uid, None)
+        self.forget_held(uid)
         last = self._last.get(uid)
         if last is not None and last[0] == new_status and last[1] == old_status:
             logger.warning(

@@ -134,3 +134,67 @@ async def test_a_held_back_start_keeps_the_first_start_time_planned(api: KubeApi
     assert await writer.write(job, later)  # type: ignore[arg-type]
     stored = await api.get(TFJOBS, "started", "default")
     assert stored["status"]["startTime"] == "2026-12-01T10:00:00Z"
+
+
+def _created(name: str, message: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "Created",
+        "status": "True",
+        "reason": "TFJobCreated",
+        "message": message or f"TFJob {name} is created.",
+    }
+
+
+async def test_a_first_status_while_the_gang_waits_is_folded_into_the_write_that_creates_the_pods(
+    api: KubeApi, apiserver: Any
+) -> None:
+    writer, clock = _writer(api, 0.5)
+    job = await api.create(TFJOBS, _job("gang-quick"), "default")
+    uid = job["metadata"]["uid"]
+    waiting = {"conditions": [_created("gang-quick")], "lastReconcileTime": "2026-12-01T10:00:00Z"}
+    assert not await writer.write(job, waiting)  # type: ignore[arg-type]
+    assert writer.due_in(uid) == 0.5
+    clock.now += 0.2
+    # Volcano admitted the gang: the pass creating the pods plans Created anew, the start and counts.
+    started = {
+        "conditions": [_created("gang-quick")],
+        "startTime": "2026-12-01T10:00:00Z",
+        "replicaStatuses": {"Worker": {}},
+    }
+    assert await writer.write(job, started)  # type: ignore[arg-type]
+    assert writer.due_in(uid) is None
+    stored = await api.get(TFJOBS, "gang-quick", "default")
+    assert stored["status"] == {**started, "lastReconcileTime": "2026-12-01T10:00:00Z"}
+    assert _status_writes(apiserver, "gang-quick") == 1
+
+
+async def test_a_gang_that_waits_longer_gets_its_created_condition_once_the_moment_is_over(
+    api: KubeApi, apiserver: Any
+) -> None:
+    writer, clock = _writer(api, 0.5)
+    job = await api.create(TFJOBS, _job("gang-slow"), "default")
+    waiting = {"conditions": [_created("gang-slow")], "lastReconcileTime": "2026-12-01T10:00:00Z"}
+    assert not await writer.write(job, waiting)  # type: ignore[arg-type]
+    clock.now += 0.5
+    later = {**waiting, "lastReconcileTime": "2026-12-01T10:00:01Z"}
+    assert await writer.write(job, later)  # type: ignore[arg-type]
+    stored = await api.get(TFJOBS, "gang-slow", "default")
+    assert stored["status"] == waiting, "the wait's start is the one first planned"
+    assert _status_writes(apiserver, "gang-slow") == 1
+    why = {**waiting, "conditions": [_created("gang-slow", "TFJob gang-slow is waiting for Volcano.")]}
+    assert await writer.write(stored, why), "once a Created condition is stored, nothing is held as first"  # type: ignore[arg-type]
+    assert _status_writes(apiserver, "gang-slow") == 2
+
+
+async def test_a_first_status_that_says_more_than_created_is_written_at_once(
+    api: KubeApi, apiserver: Any
+) -> None:
+    writer, _clock = _writer(api, 5.0)
+    jobs = {name: await api.create(TFJOBS, _job(name), "default") for name in ("refused", "no-gang")}
+    refused = {
+        "conditions": [_created("refused", "TFJob refused is created. The API refused pod refused-worker-0")],
+        "lastReconcileTime": "2026-12-01T10:00:00Z",
+    }
+    assert await writer.write(jobs["refused"], refused)  # type: ignore[arg-type]
+    assert await writer.write(jobs["no-gang"], {"conditions": [_created("no-gang")]})  # type: ignore[typeddict-item]
+    assert _status_writes(apiserver, "refused") == _status_writes(apiserver, "no-gang") == 1

@@ -24,7 +24,9 @@ replicas whose pods change state together costs at most four writes from creatio
 * pass 1: ``Created`` (+ ``lastReconcileTime`` while the PodGroup is not admitted) -> write 1;
   further held-back passes change nothing;
 * PodGroup Inqueue: pods and services created, ``startTime`` and empty ``replicaStatuses`` ->
-  write 2; passes while pods are Pending change nothing;
+  write 2; passes while pods are Pending change nothing. (The controller's status writer holds
+  write 1 back for a moment while the gang waits, ``controller.status``: a gang Volcano admits
+  within it gets writes 1 and 2 as one);
 * all pods Running: ``Running`` and the active counts -> write 3;
 * worker 0 done: ``Succeeded``, ``completionTime``, the counts with active already folded into
   succeeded, and the cleanup actions, all in that one pass -> write 4. Later passes of the
