@@ -128,7 +128,7 @@ async def _plain_phase(
 ) -> dict[str, float]:
     """A plain concurrent client creates the TFJobs, then their children: the API server's CPU per
     create, and the client's own (this process, less the sandbox API server's thread if it runs here):
-    what one request costs an aiohttp client that does nothing else, the floor under the controller's."""
+    what one request costs KubeApi's client doing nothing else, the floor under the controller's."""
     seed = load_seed("normal", "bench", PLAIN_NAMESPACE)
     await api.create(
         NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLAIN_NAMESPACE}}
@@ -538,7 +538,7 @@ def render(result: dict[str, Any]) -> str:
             f"| controller CPU per object created ({result['objects']} PodGroups, pods and services) | "
             f"{result['controller_ms_per_object']:.2f} ms | <= 0.8 ms: "
             f"{_verdict(result['controller_ms_per_object'] <= 0.8)} |",
-            f"| the plain client's own CPU per create (aiohttp, the same session, its watchers and "
+            f"| the plain client's own CPU per create (KubeApi, the same client, its watchers and "
             f"admissions included) | {result['plain']['client_ms']:.2f} ms | |",
             f"| API server CPU per object, the controller creating them (all its requests included, "
             f"and the bench's TFJob creates and Volcano-like PodGroup admissions) | "

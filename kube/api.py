@@ -1,9 +1,12 @@
 """Generic CRUD and watch over any ``Resource``, with raw dicts in and out.
 
-Requests go through the ``Connection``'s aiohttp session (with its credentials, proxy and TLS
-settings), bodies encoded and answers decoded here with orjson, so no body is walked twice;
-every failure is mapped by ``kube.errors``; every request
-first takes a token from a client-side QPS/burst bucket; patches always state their content type.
+Unary requests (get, list, create, replace, patch, delete) go through the ``Connection``'s
+``kube.http`` pool, watches and ``stream()`` through its aiohttp session: those are long-lived
+and read as they arrive, one per reflector or log, so aiohttp's per-request cost is not what they
+spend (both with the connection's credentials, proxy and TLS settings). Bodies are encoded and
+answers decoded here with orjson, so no body is walked twice; every failure is mapped by
+``kube.errors``; every request first takes a token from a client-side QPS/burst bucket; patches
+always state their content type.
 
 Public API:
 
@@ -124,32 +127,6 @@ class KubeApi:
         except Exception:
             logger.exception("request observer failed")
 
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        query: Query,
-        body: Any,
-        content_type: str | None,
-        client_timeout: aiohttp.ClientTimeout,
-        accept: str = "application/json",
-    ) -> aiohttp.ClientResponse:
-        client = self._client
-        url = f"{client.host}{path}"
-        if query:
-            url += "?" + urlencode(query)
-        try:
-            headers = await client.headers(accept, content_type)
-            response = await client.session.request(
-                method, url, headers=headers, data=None if body is None else orjson.dumps(body),
-                timeout=client_timeout, **client.request_options,
-            )
-        except _TRANSPORT_ERRORS as exc:
-            raise from_connection_error(exc) from exc
-        if response.status == 401:
-            client.rejected()
-        return response
-
     async def _request(
         self,
         verb: str,
@@ -164,19 +141,22 @@ class KubeApi:
         await self._limiter.acquire()
         started = time.monotonic()  # the observer sees server latency, not time spent throttled
         status = 0
+        client = self._client
+        target = f"{path}?{urlencode(query)}" if query else path
         try:
-            response = await self._send(
-                method, path, query, body, content_type, aiohttp.ClientTimeout(total=self._request_timeout)
+            headers = await client.headers("application/json", content_type)
+            response = await client.http.request(
+                method, target, headers.items(), None if body is None else orjson.dumps(body),
+                self._request_timeout,
             )
-            try:
-                status = response.status
-                data = await response.read()
-            except _TRANSPORT_ERRORS as exc:
-                raise from_connection_error(exc) from exc
-            finally:
-                response.release()
+            status = response.status
+        except _TRANSPORT_ERRORS as exc:
+            raise from_connection_error(exc) from exc
         finally:
             self._observe(verb, res, status, started)
+        if status == 401:
+            client.rejected()
+        data = response.body
         if not 200 <= status < 300:
             raise from_status(status, data, reason=response.reason, headers=response.headers)
         if not data:
@@ -210,11 +190,20 @@ class KubeApi:
         await self._limiter.acquire()
         started = time.monotonic()
         status = 0
+        client = self._client
+        url = f"{client.host}{path}?{urlencode(query)}" if query else f"{client.host}{path}"
         try:
-            response = await self._send("GET", path, query, None, None, client_timeout, accept=accept)
+            headers = await client.headers(accept)
+            response = await client.session.get(
+                url, headers=headers, timeout=client_timeout, **client.request_options
+            )
             status = response.status
+        except _TRANSPORT_ERRORS as exc:
+            raise from_connection_error(exc) from exc
         finally:
             self._observe(verb, res, status, started)
+        if status == 401:
+            client.rejected()
         if 200 <= status < 300:
             return response
         try:

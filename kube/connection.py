@@ -1,13 +1,17 @@
-"""One API server to talk to: its URL, an aiohttp session with its TLS settings, and credentials.
+"""One API server to talk to: its URL, its TLS settings and proxy, credentials, and the two HTTP
+clients that use them.
 
 Public API:
 
 - ``Connection(endpoint)`` -- made inside a running loop; the caller owns it
   (``await close()``).
   - ``host`` -- the server URL, without a trailing slash; ``user_agent`` -- settable.
-  - ``session`` -- the ``aiohttp.ClientSession`` (``trust_env=False``: no ``.netrc`` or proxy
-    lookup per request; the proxy is resolved once, here).
-  - ``request_options`` -- the keyword arguments every request needs (proxy, TLS server name).
+  - ``http`` -- the ``kube.http.HttpPool`` for unary requests (same TLS context, server name and
+    proxy as the session).
+  - ``session`` -- the ``aiohttp.ClientSession`` for watches and streams (``trust_env=False``: no
+    ``.netrc`` or proxy lookup per request; the proxy is resolved once, here).
+  - ``request_options`` -- the keyword arguments every session request needs (proxy, TLS server
+    name).
   - ``async headers(accept, content_type=None) -> dict[str, str]`` -- with authorization.
   - ``rejected()`` -- the server answered 401: credentials are fetched anew.
 
@@ -30,12 +34,11 @@ from yarl import URL
 
 from kube.credentials import credentials_for
 from kube.errors import ConfigError
+from kube.http import MAX_CONNECTIONS, HttpPool
 from kube.kubeconfig import Endpoint
 
 __all__ = ["Connection"]
 
-# Requests in parallel to the server (kubernetes_asyncio's pool size); watches hold one each.
-MAX_CONNECTIONS: Final = 100
 # A watch event may carry an object of up to 1.5 MiB (etcd's limit), read as one line.
 READ_BUFFER: Final = 2**21
 
@@ -54,7 +57,16 @@ class Connection:
         if endpoint.tls_server_name:
             options["server_hostname"] = endpoint.tls_server_name
         self.request_options: Mapping[str, Any] = options
-        connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=_ssl_context(endpoint))
+        context = _ssl_context(endpoint)
+        try:
+            self.http = HttpPool(
+                self.host, context, server_hostname=endpoint.tls_server_name, proxy=proxy,
+                proxy_authorization=proxy_auth,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"cannot use the server {self.host!r}: {exc}") from exc
+        # Watches hold one connection each, in a pool of their own.
+        connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=context)
         self.session = aiohttp.ClientSession(
             connector=connector, trust_env=False, read_bufsize=READ_BUFFER, auto_decompress=True
         )
@@ -74,6 +86,7 @@ class Connection:
         self._credentials.rejected()
 
     async def close(self) -> None:
+        self.http.close()
         await self.session.close()
 
 
