@@ -48,6 +48,14 @@ class Server:
     ca: CertificateAuthority
     requests: list[Request] = field(default_factory=list)
     connections: int = 0
+    hung_up: set[int] = field(default_factory=set)  # connections the client closed
+
+    async def hang_up_of(self, connection: int) -> None:
+        for _ in range(200):
+            if connection in self.hung_up:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"the client kept connection {connection} open")
 
     @property
     def url(self) -> str:
@@ -95,6 +103,7 @@ async def serving(
                 try:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+                    state.hung_up.add(number)
                     return
                 lines = head.decode("latin-1").split("\r\n")
                 method, target, _ = lines[0].split(" ", 2)
@@ -109,7 +118,9 @@ async def serving(
                 if not await answer(request, writer):
                     return
                 await writer.drain()
-        except (asyncio.CancelledError, ConnectionError):  # the test is over, or the client left
+        except ConnectionError:  # the client left while the answer was written
+            state.hung_up.add(number)
+        except asyncio.CancelledError:  # the test is over
             pass
         finally:
             writer.close()
@@ -197,6 +208,18 @@ async def test_a_connection_the_server_closed_after_answering_is_not_reused(tmp_
         await api.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")  # a POST is never retried
     assert server.connections == 3
     assert [(r.connection, r.index) for r in server.requests] == [(0, 0), (1, 0), (2, 0)]
+
+
+async def test_an_answer_saying_connection_close_ends_its_connection(tmp_path: Path) -> None:
+    async def says_close(request: Request, writer: asyncio.StreamWriter) -> bool:
+        writer.write(_answer_bytes(200, NAMESPACE_LIST, "Connection: close"))
+        return True  # and would go on reading, were the client to send more on it
+
+    async with serving(tmp_path, says_close) as server, api_for(server) as api:
+        assert await _namespaces(api) == "NamespaceList"
+        await server.hang_up_of(0)
+        assert await _namespaces(api) == "NamespaceList"
+    assert [(r.connection, r.index) for r in server.requests] == [(0, 0), (1, 0)]
 
 
 async def _closes_the_second_request(request: Request, writer: asyncio.StreamWriter) -> bool:
@@ -292,7 +315,7 @@ def _client_context(ca: CertificateAuthority) -> ssl.SSLContext:
 async def test_a_request_without_an_answer_times_out_and_its_connection_is_dropped(tmp_path: Path) -> None:
     async def silent_first(request: Request, writer: asyncio.StreamWriter) -> bool:
         if request.connection == 0 and request.index == 1:
-            await asyncio.sleep(3)  # longer than the client waits; its late answer must go nowhere
+            await asyncio.sleep(1)  # longer than the client waits; its late answer must go nowhere
             writer.write(_answer_bytes(200, b'{"kind": "Late"}'))
             return True
         return await json_answer(request, writer)
@@ -301,6 +324,7 @@ async def test_a_request_without_an_answer_times_out_and_its_connection_is_dropp
         assert await _namespaces(api) == "NamespaceList"
         with pytest.raises(ConnectionFailed, match=r"no answer from the server within 0.5s"):
             await _namespaces(api)
+        await server.hang_up_of(0)  # closed at once, not left open for its late answer
         assert await _namespaces(api) == "NamespaceList"
     assert [(r.connection, r.index) for r in server.requests] == [(0, 0), (0, 1), (1, 0)]
 
