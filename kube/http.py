@@ -129,7 +129,7 @@ class _Connection(asyncio.Protocol):
         self._received = 0
         self._head_done = False
         self._reason = b""
-        self._headers = _Headers()
+        self._headers: dict[str, str] = {}
         self._chunks: list[bytes] = []
         self._size = 0
         self._failure: BaseException | None = None
@@ -149,7 +149,7 @@ class _Connection(asyncio.Protocol):
         self._received = 0
         self._head_done = False
         self._reason = b""
-        self._headers = _Headers()
+        self._headers = {}
         self._chunks = []
         self._size = 0
         self._keep_alive = False
@@ -240,17 +240,17 @@ class _Connection(asyncio.Protocol):
         text = value.decode("latin-1")
         headers = self._headers
         if key in headers:
-            text = f"{dict.__getitem__(headers, key)}, {text}"
-        dict.__setitem__(headers, key, text)
+            text = f"{headers[key]}, {text}"
+        headers[key] = text
 
     def on_headers_complete(self) -> None:
         self._head_done = True
         headers = self._headers
-        encoding = dict.get(headers, "content-encoding", "identity")
+        encoding = headers.get("content-encoding", "identity")
         if encoding.strip().lower() != "identity":
             self._stop(AnswerBroken(f"the server sent a {encoding} body, which was not asked for"))
             return
-        declared = dict.get(headers, "content-length")
+        declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self._max_body:
             self._stop(AnswerTooLarge(f"the answer's body of {declared} bytes is over {self._max_body}"))
 
@@ -270,7 +270,8 @@ class _Connection(asyncio.Protocol):
         status = self._parser.get_status_code()
         # Asked here: once the callback returns, the parser is reset for the next message.
         self._keep_alive = self._parser.should_keep_alive()
-        waiter.set_result(HttpResponse(status, self._reason.decode("latin-1"), self._headers, body))
+        headers = _Headers(self._headers)
+        waiter.set_result(HttpResponse(status, self._reason.decode("latin-1"), headers, body))
         self._waiter = None  # whatever the parser meets after this answer is no request's
 
     def _stop(self, exc: BaseException) -> None:

@@ -20,7 +20,7 @@ from certs.serving import issue_serving_certificate
 from kube.api import KubeApi
 from kube.connection import Connection
 from kube.errors import ConnectionFailed, TooManyRequests, Unauthorized
-from kube.http import AnswerTooLarge, HttpPool
+from kube.http import AnswerBroken, AnswerTooLarge, HttpPool
 from kube.kubeconfig import Endpoint
 from kube.patches import PatchType
 from kube.resources import CONFIGMAPS
@@ -271,7 +271,7 @@ async def test_an_answer_cut_off_mid_body_fails_clearly_and_its_connection_is_dr
     assert [(r.connection, r.index) for r in server.requests] == [(0, 0), (1, 0)]
 
 
-async def test_oversized_answers_are_refused_without_being_held(tmp_path: Path) -> None:
+async def test_oversized_or_compressed_answers_are_refused_without_being_held(tmp_path: Path) -> None:
     big = b"x" * 5000
 
     async def oversized(request: Request, writer: asyncio.StreamWriter) -> bool:
@@ -281,6 +281,8 @@ async def test_oversized_answers_are_refused_without_being_held(tmp_path: Path) 
             writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
             for _ in range(3):
                 writer.write(f"{len(big):x}\r\n".encode() + big + b"\r\n")
+        elif request.target.endswith("/gzip"):
+            writer.write(_answer_bytes(200, b"\x1f\x8b", "Content-Encoding: gzip"))
         elif request.target.endswith("/head"):
             writer.write(b"HTTP/1.1 200 OK\r\n" + b"X-Filler: " + b"y" * 100_000 + b"\r\n\r\n")
         else:
@@ -294,9 +296,11 @@ async def test_oversized_answers_are_refused_without_being_held(tmp_path: Path) 
                                 ("head", "head is over")):  # fmt: skip
                 with pytest.raises(AnswerTooLarge, match=match):
                     await pool.request("GET", f"/{case}", (), None, WITHIN)
+            with pytest.raises(AnswerBroken, match="gzip body, which was not asked for"):
+                await pool.request("GET", "/gzip", (), None, WITHIN)
             answer = await pool.request("GET", "/small", (), None, WITHIN)
             assert answer.status == 200 and orjson.loads(answer.body)["kind"] == "NamespaceList"
-            assert pool.opened == 4  # each refused answer's connection was dropped
+            assert pool.opened == 5  # each refused answer's connection was dropped
         finally:
             pool.close()
         # Through KubeApi it is a ConnectionFailed like any answer that could not be had.
