@@ -19,7 +19,8 @@ JSON body with a Content-Length or chunked -- so this does exactly that:
   more, on a fresh connection, when its method is idempotent (GET, PUT, DELETE): the server may
   have closed the idle connection while the request was on its way. A POST or PATCH may already
   have been acted on: its failure surfaces, and the caller's retry decides;
-- through a proxy (``http://`` only), each connection is a CONNECT tunnel.
+- through a proxy, each connection is a CONNECT tunnel; to an ``https://`` proxy the tunnel is
+  TLS itself (checked against the system's trust store), the server's TLS inside it.
 
 Failures are ``OSError``s (``ConnectionError`` subclasses below, ``TimeoutError``, ``ssl.SSLError``);
 ``kube.errors.from_connection_error`` makes them ``ConnectionFailed``.
@@ -328,6 +329,7 @@ class HttpPool:
         netloc = url.netloc.rpartition("@")[2]
         self._host_line = f"Host: {netloc}\r\n"
         self._proxy = _proxy_address(proxy, proxy_authorization) if proxy else None
+        self._proxy_ssl: ssl.SSLContext | None = None
         self._connect_line = f"CONNECT {self._authority()} HTTP/1.1\r\nHost: {self._authority()}\r\n"
         self._max_body = max_body
         self._slots = asyncio.Semaphore(max_connections)
@@ -426,8 +428,15 @@ class HttpPool:
 
     async def _open_tunnel(self) -> _Connection:
         assert self._proxy is not None
-        host, port, authorization = self._proxy
-        transport, tunnel = await self._loop.create_connection(_Tunnel, host, port)
+        host, port, authorization, secure = self._proxy
+        if secure:
+            if self._proxy_ssl is None:
+                self._proxy_ssl = ssl.create_default_context()
+            transport, tunnel = await self._loop.create_connection(
+                _Tunnel, host, port, ssl=self._proxy_ssl, server_hostname=host
+            )
+        else:
+            transport, tunnel = await self._loop.create_connection(_Tunnel, host, port)
         try:
             request = self._connect_line
             if authorization:
@@ -462,11 +471,12 @@ class HttpPool:
         self._idle.clear()
 
 
-def _proxy_address(proxy: str, authorization: str | None) -> tuple[str, int, str | None]:
+def _proxy_address(proxy: str, authorization: str | None) -> tuple[str, int, str | None, bool]:
     url = urlsplit(proxy)
-    if url.scheme != "http" or not url.hostname:
-        raise ValueError(f"only http:// proxies are supported, not {proxy!r}")
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ValueError(f"a proxy must be an http:// or https:// URL, not {proxy!r}")
     if authorization is None and url.username is not None:
         credentials = f"{unquote(url.username)}:{unquote(url.password or '')}"
         authorization = "Basic " + base64.b64encode(credentials.encode()).decode("ascii")
-    return url.hostname, url.port or 80, authorization
+    secure = url.scheme == "https"
+    return url.hostname, url.port or (443 if secure else 80), authorization, secure

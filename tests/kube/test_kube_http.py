@@ -1,6 +1,7 @@
 """KubeApi's own HTTP/1.1 client (kube/http.py) against a real small TLS server that answers as told:
 keep-alive reuse, chunked answers, stale and broken connections, bounds, timeouts, 401 renewal,
-Retry-After, TLS verification and server names, a CONNECT proxy; on asyncio and on uvloop."""
+Retry-After, TLS verification and server names, CONNECT through http:// and https:// proxies; on
+asyncio and on uvloop."""
 
 from __future__ import annotations
 
@@ -403,8 +404,8 @@ async def test_the_tls_server_name_is_what_the_certificate_is_checked_against(tm
 
 
 @contextlib.asynccontextmanager
-async def tunnelling_proxy(first_heads: list[bytes]) -> AsyncIterator[int]:
-    """An HTTP proxy that answers CONNECT with 200 and then relays bytes both ways."""
+async def tunnelling_proxy(first_heads: list[bytes], tls: ssl.SSLContext | None = None) -> AsyncIterator[int]:
+    """An HTTP proxy (HTTPS with ``tls``) that answers CONNECT with 200, then relays bytes both ways."""
 
     async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError):
@@ -419,9 +420,10 @@ async def tunnelling_proxy(first_heads: list[bytes]) -> AsyncIterator[int]:
         host, port = head.split(b" ")[1].decode().rsplit(":", 1)
         upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        await asyncio.gather(relay(reader, upstream_writer), relay(upstream_reader, writer))
+        with contextlib.suppress(asyncio.CancelledError):  # the test is over
+            await asyncio.gather(relay(reader, upstream_writer), relay(upstream_reader, writer))
 
-    proxy = await asyncio.start_server(handle, "127.0.0.1", 0)
+    proxy = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
     async with proxy:
         yield proxy.sockets[0].getsockname()[1]
 
@@ -439,7 +441,24 @@ async def test_requests_go_through_a_connect_tunnel_with_the_proxys_credentials(
     assert "Proxy-Authorization: Basic YW5uOnM6Y3JldA==" in lines  # ann:s:cret
 
 
-def test_the_same_paths_work_on_uvloop(tmp_path: Path) -> None:
+async def test_an_https_proxy_is_a_tls_tunnel_with_the_servers_tls_inside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    heads: list[bytes] = []
+    proxy_ca = new_ca("proxy-ca")
+    (tmp_path / "proxy-ca.crt").write_bytes(proxy_ca.cert_pem)
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "proxy-ca.crt"))  # the system's trust store
+    proxy_tls = _server_context(proxy_ca, tmp_path)
+    async with serving(tmp_path) as server, tunnelling_proxy(heads, proxy_tls) as proxy_port:
+        proxy = f"https://127.0.0.1:{proxy_port}"
+        async with api_for(server, proxy_url=proxy) as api:
+            assert await _namespaces(api) == "NamespaceList"
+            assert await _namespaces(api) == "NamespaceList"
+    assert len(heads) == 1 and server.connections == 1
+    assert heads[0].startswith(f"CONNECT 127.0.0.1:{server.port} HTTP/1.1\r\n".encode())
+
+
+def test_the_same_paths_work_on_uvloop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The controller and the webhook run on uvloop, whose TLS transport and start_tls are its own.
     async def scenario() -> None:
         await test_requests_reuse_one_kept_alive_connection_and_send_what_the_api_needs(tmp_path)
@@ -447,5 +466,6 @@ def test_the_same_paths_work_on_uvloop(tmp_path: Path) -> None:
         await test_an_idempotent_request_is_sent_again_once_when_a_reused_connection_was_stale(tmp_path)
         await test_an_answer_cut_off_mid_body_fails_clearly_and_its_connection_is_dropped(tmp_path)
         await test_requests_go_through_a_connect_tunnel_with_the_proxys_credentials(tmp_path)
+        await test_an_https_proxy_is_a_tls_tunnel_with_the_servers_tls_inside(tmp_path, monkeypatch)
 
     uvloop.run(scenario())
