@@ -1,7 +1,16 @@
 -- wrk script for bench/webhook.py: each connection POSTs the pod reviews of a file (one JSON
 -- document per line) in turn, and done() prints one machine-readable line for the bench to parse.
+-- With WRK_GAP_MS set, each connection waits that long after an answer before its next request:
+-- an open-ish loop at a fixed rate, with latency measured by wrk itself (C) rather than by hey (Go).
 local requests = {}
 local position = 0
+local gap = tonumber(os.getenv("WRK_GAP_MS") or "")
+
+if gap then
+  function delay()
+    return gap
+  end
+end
 
 function init(args)
   local headers = { ["Content-Type"] = "application/json", ["Accept"] = "application/json" }
