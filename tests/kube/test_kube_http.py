@@ -334,6 +334,48 @@ async def test_a_request_without_an_answer_times_out_and_its_connection_is_dropp
     assert [(r.connection, r.index) for r in server.requests] == [(0, 0), (0, 1), (1, 0)]
 
 
+async def test_a_server_that_never_finishes_the_handshake_times_the_request_out(tmp_path: Path) -> None:
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+            await reader.read()  # takes the ClientHello, never answers it
+        writer.close()
+
+    ca = new_ca("unused")
+    async with await asyncio.start_server(mute, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        pool = HttpPool(f"https://127.0.0.1:{port}", _client_context(ca))
+        try:
+            with pytest.raises(TimeoutError, match=r"within 0\.3s"):
+                await asyncio.wait_for(pool.request("GET", "/", (), None, 0.3), WITHIN)
+        finally:
+            pool.close()
+
+
+async def test_requests_beyond_the_connection_limit_wait_for_one_within_their_time(tmp_path: Path) -> None:
+    release = asyncio.Event()
+
+    async def held(request: Request, writer: asyncio.StreamWriter) -> bool:
+        if request.target == "/held":
+            await release.wait()
+        return await json_answer(request, writer)
+
+    async with serving(tmp_path, held) as server:
+        pool = HttpPool(server.url, _client_context(server.ca), max_connections=2)
+        try:
+            holders = [asyncio.create_task(pool.request("GET", "/held", (), None, WITHIN)) for _ in range(2)]
+            await asyncio.sleep(0.2)
+            with pytest.raises(TimeoutError, match=r"within 0\.3s"):  # no third connection is opened
+                await pool.request("GET", "/", (), None, 0.3)
+            waiting = asyncio.create_task(pool.request("GET", "/", (), None, WITHIN))
+            await asyncio.sleep(0.1)
+            release.set()
+            answers = await asyncio.gather(*holders, waiting)
+        finally:
+            pool.close()
+    assert [answer.status for answer in answers] == [200, 200, 200]
+    assert server.connections == 2 and pool.opened == 2
+
+
 async def test_a_cancelled_request_leaves_no_answer_behind_for_the_next(tmp_path: Path) -> None:
     async def slow_first(request: Request, writer: asyncio.StreamWriter) -> bool:
         if request.connection == 0 and request.index == 1:
