@@ -70,8 +70,8 @@ MAX_BODY: Final = 256 * 2**20
 # A status line and headers: kube-apiserver sends under 1 KiB; Go's server allows 1 MiB of request
 # headers, answers have no such rule, so this is the client's own bound.
 MAX_HEAD: Final = 64 * 1024
-# An idle connection is not reused after this long (aiohttp's keep-alive default is 15 s; Go's
-# servers close idle connections after their IdleTimeout, kube-apiserver's is 90 s or more).
+# An idle connection is not reused after this long: the longer it sat idle, the likelier the server
+# (or a load balancer in between) is closing it just as a request goes out. aiohttp keeps 15 s.
 IDLE_REUSE: Final = 30.0
 IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 
