@@ -8,6 +8,7 @@ integer milli-units instead, so cpu and memory share one type and arithmetic nev
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
@@ -43,6 +44,23 @@ def parse_quantity(value: str | int | float) -> Decimal:
         return _round_to_nano(Decimal(repr(value)))
     if not isinstance(value, str):
         raise QuantityError(f"quantity must be a number or a string, not {type(value).__name__}: {value!r}")
+    if len(value) <= _REMEMBERED_LENGTH:
+        return _parse_remembered(value)
+    return _parse_text(value)
+
+
+# A job's templates repeat a handful of quantities ("1", "500m", "4Gi") on every reconcile pass;
+# the values of the short ones are remembered (Decimals are immutable), the long ones, rare and
+# possibly hostile, are parsed each time and never kept.
+_REMEMBERED_LENGTH = 64
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_remembered(value: str) -> Decimal:
+    return _parse_text(value)
+
+
+def _parse_text(value: str) -> Decimal:
     match = _QUANTITY.fullmatch(value)
     if match is None:
         raise QuantityError(

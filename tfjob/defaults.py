@@ -7,10 +7,10 @@ job calls ``with_defaults`` itself. The input may be any shape the API server st
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any, cast
 
+from kubeobjects.jsonvalues import copy_json
 from tfjob.constants import (
     CLEAN_POD_POLICY_NONE,
     CONTAINER_NAME,
@@ -36,7 +36,7 @@ def with_defaults(job: Mapping[str, Any]) -> TFJob:
 
     ``job`` is raw JSON as stored; the copy is the wire type, every field still read defensively.
     """
-    defaulted = cast(TFJob, copy.deepcopy(dict(job)))
+    defaulted = cast(TFJob, copy_json(dict(job)))
     spec = defaulted.get("spec")
     if not isinstance(spec, dict):
         return defaulted

@@ -9,10 +9,10 @@ explain`` take the same decision.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeobjects.jsonvalues import copy_json
 from tfjob.constants import (
     ANNOTATION_GROUP_NAME,
     ANNOTATION_TASK_SPEC,
@@ -42,7 +42,7 @@ def desired_pod(facts: JobFacts, rtype: str, index: int) -> Pod:
     replica = facts.replica(rtype)
     if replica is None:
         raise ValueError(f"the TFJob has no replica spec {rtype!r}")
-    template: Any = copy.deepcopy(replica.spec.get("template")) or {}
+    template: Any = copy_json(replica.spec.get("template")) or {}
     metadata: JSONDict = dict(template.get("metadata") or {})
     pod_spec: JSONDict = dict(template.get("spec") or {})
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubeobjects.quantity import format_quantity, parse_quantity, sum_resources
+from kubeobjects.quantity import QuantityError, format_quantity, parse_quantity, sum_resources
 
 
 @pytest.mark.parametrize(
@@ -114,3 +114,15 @@ def test_sum_resources_binary_storage_and_hugepages_but_decimal_cpu() -> None:
 def test_sum_resources_names_the_resource_of_a_bad_quantity() -> None:
     with pytest.raises(ValueError, match="'memory'"):
         sum_resources([{"memory": "lots"}])
+
+
+def test_long_quantities_are_parsed_but_never_remembered() -> None:
+    from kubeobjects.quantity import _parse_remembered
+
+    _parse_remembered.cache_clear()
+    assert parse_quantity("500m") == parse_quantity("500m") == Decimal("0.5")
+    long_value = "1." + "0" * 5000
+    assert parse_quantity(long_value) == Decimal(1)
+    assert _parse_remembered.cache_info().currsize == 1, "only the short quantity is kept"
+    with pytest.raises(QuantityError):
+        parse_quantity("12 cores")

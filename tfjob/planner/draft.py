@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import copy
+import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kubeobjects.jsonvalues import copy_json
 from kubeobjects.times import format_time
 from tfjob.planner.actions import Action, Event
 from tfjob.planner.conditions import new_condition, set_condition, with_message
@@ -44,11 +45,12 @@ class Draft:
 
     @classmethod
     def starting_from(cls, status: JobStatus | None, now: datetime) -> Draft:
-        base: JobStatus = copy.deepcopy(status) if isinstance(status, dict) else JobStatus()
+        base: JobStatus = copy_json(status) if isinstance(status, dict) else JobStatus()
         return cls(status=base, now=now)
 
-    @property
+    @functools.cached_property
     def timestamp(self) -> str:
+        # Asked for by every condition and time the pass sets: formatted once.
         return format_time(self.now)
 
     @property

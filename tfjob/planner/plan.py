@@ -39,10 +39,10 @@ creates its pods or marks it Running.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from kubeobjects.jsonvalues import copy_json
 from kubeobjects.meta import Body, Meta
 from kubeobjects.times import parse_time
 from tfjob.constants import (
@@ -110,7 +110,7 @@ def managed_here(job: TFJob) -> bool:
 def _untouched(job: TFJob) -> Plan:
     status = job.get("status")
     return Plan(
-        status=copy.deepcopy(status) if isinstance(status, dict) else {},
+        status=copy_json(status) if isinstance(status, dict) else {},
         actions=(),
         events=(),
         requeue_after=None,
