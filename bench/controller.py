@@ -123,6 +123,30 @@ def _children(job: dict[str, Any]) -> list[tuple[Any, dict[str, Any]]]:
     return objects
 
 
+async def _until_server_idle(
+    server_cpu: Callable[[], float], share: float = 0.15, steady: float = 2.0, within: float = 300.0
+) -> float:
+    """Seconds until the API server has used under ``share`` of a core for ``steady`` seconds (an
+    idle kube-apiserver with its watchers, etcd's heartbeats and leader elections uses 4-12 %).
+
+    Each phase is measured from an idle API server: kube-apiserver's garbage collector (in
+    kube-controller-manager) still walks the deleted plain phase's objects for a while after the
+    last one is gone, and a fresh kube-apiserver finishes its own start-up work; either, counted
+    into one phase and not the other, moved the ratio by more than the controller's share."""
+    started = time.monotonic()
+    quiet_since, last_cpu, last_at = started, server_cpu(), started
+    # /proc counts CPU in ticks of 10 ms: a half-second window tells 15 % from idle.
+    while time.monotonic() - started < within:
+        await asyncio.sleep(0.5)
+        now, cpu = time.monotonic(), server_cpu()
+        if cpu - last_cpu > share * (now - last_at):
+            quiet_since = now
+        elif now - quiet_since >= steady:
+            return quiet_since - started
+        last_cpu, last_at = cpu, now
+    raise TimeoutError(f"the API server was not idle within {within:.0f} s")
+
+
 async def _plain_phase(
     api: KubeApi, jobs: int, server_cpu: Callable[[], float], server_in_process: bool
 ) -> dict[str, float]:
@@ -152,6 +176,7 @@ async def _plain_phase(
         ),
         asyncio.create_task(_watch_added(api, PODS, set(), namespace=PLAIN_NAMESPACE)),
     ]
+    idle_wait = await _until_server_idle(server_cpu)
     before = server_cpu()
     created = await asyncio.gather(*(create(TFJOBS, job(i)) for i in range(jobs)))
     tfjobs_cpu = server_cpu() - before
@@ -184,6 +209,7 @@ async def _plain_phase(
         "create_ms": server / len(children) * 1000,
         "client_ms": client / len(children) * 1000,
         "seconds": seconds,
+        "idle_wait_s": idle_wait,
     }
 
 
@@ -405,6 +431,7 @@ async def run(
             with controller_process(
                 str(controller_kubeconfig), workdir, *controller_flags, name="bench-controller"
             ) as (process, ops_port):
+                idle_wait = await _until_server_idle(server_cpu)
                 apiserver.clear_request_log()
                 profiling = contextlib.ExitStack()
                 if profile is not None:
@@ -480,6 +507,7 @@ async def run(
         "p99_ms": _percentile(latencies, 0.99) * 1000,
         "requests_per_job": len(records) / jobs,
         "burst_passes_per_job": burst_passes / jobs,
+        "idle_wait_s": idle_wait,
         "writes_per_job": writes / jobs,
         "events_per_job": events / jobs,
         "by_verb": dict(by_verb),
@@ -579,6 +607,10 @@ def render(result: dict[str, Any]) -> str:
             f"({result['peak_rss_mib']:.0f} MiB) | "
             f"<= {rss_limit} MiB |",
             *writebudget.rows(result["write_budget"]),
+            "",
+            "Each phase began once the API server had used under 15 % of a core for 2 s: after "
+            f"{result['plain']['idle_wait_s']:.1f} s for the plain client's, "
+            f"{result['idle_wait_s']:.1f} s for the controller's (the plain phase's objects deleted).",
             "",
             "Load average (1/5/15 min) at the end: "
             + "/".join(f"{value:.1f}" for value in result["load_average"])
