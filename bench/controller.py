@@ -34,6 +34,7 @@ import json
 import os
 import platform
 import re
+import ssl
 import statistics
 import sys
 import time
@@ -46,6 +47,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import aiohttp  # noqa: E402
 import writebudget  # noqa: E402
 from perfdoc import section_markers, write_section  # noqa: E402
 from profiling import profile_summary, py_spy  # noqa: E402
@@ -55,7 +57,7 @@ from controller.resources import TFJOBS  # noqa: E402
 from kube import eventloop  # noqa: E402
 from kube.api import KubeApi  # noqa: E402
 from kube.client import make_api_client  # noqa: E402
-from kube.errors import ApiError  # noqa: E402
+from kube.errors import AlreadyExists, ApiError  # noqa: E402
 from kube.patches import PatchType  # noqa: E402
 from kube.resources import NAMESPACES, PODGROUPS_V1BETA1, PODS, SERVICES  # noqa: E402
 from sandbox.testing import start_apiserver  # noqa: E402
@@ -147,21 +149,48 @@ async def _until_server_idle(
     raise TimeoutError(f"the API server was not idle within {within:.0f} s")
 
 
+def _apiserver_pprof(apiserver: Any, out: Path | None, seconds: float = 15.0) -> asyncio.Task[None] | None:
+    """kube-apiserver's own CPU profile for the next ``seconds`` (Go's pprof, at
+    ``/debug/pprof/profile``) written to ``out``; read it with ``go tool pprof -top``."""
+    if out is None or not hasattr(apiserver, "token"):
+        return None
+
+    async def fetch() -> None:
+        context = ssl.create_default_context(cadata=apiserver.ca_pem.decode())
+        async with aiohttp.ClientSession() as session, session.get(
+            f"{apiserver.url}/debug/pprof/profile",
+            params={"seconds": str(int(seconds))},
+            headers={"Authorization": f"Bearer {apiserver.token}"},
+            ssl=context,
+            timeout=aiohttp.ClientTimeout(total=seconds + 30),
+        ) as response:
+            profile = await response.read()
+        await asyncio.to_thread(out.write_bytes, profile)
+
+    return asyncio.create_task(fetch())
+
+
 async def _plain_phase(
-    api: KubeApi, jobs: int, server_cpu: Callable[[], float], server_in_process: bool
+    api: KubeApi,
+    jobs: int,
+    server_cpu: Callable[[], float],
+    server_in_process: bool,
+    pprof: Callable[[], asyncio.Task[None] | None] = lambda: None,
+    creator: KubeApi | None = None,
 ) -> dict[str, float]:
     """A plain concurrent client creates the TFJobs, then their children: the API server's CPU per
     create, and the client's own (this process, less the sandbox API server's thread if it runs here):
     what one request costs KubeApi's client doing nothing else, the floor under the controller's."""
     seed = load_seed("normal", "bench", PLAIN_NAMESPACE)
-    await api.create(
-        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLAIN_NAMESPACE}}
-    )
+    with contextlib.suppress(AlreadyExists):  # made by the warm-up round
+        await api.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PLAIN_NAMESPACE}}
+        )
     semaphore = asyncio.Semaphore(32)
 
-    async def create(res: Any, body: dict[str, Any]) -> dict[str, Any]:
+    async def create(res: Any, body: dict[str, Any], client: KubeApi = api) -> dict[str, Any]:
         async with semaphore:
-            return await api.create(res, body, PLAIN_NAMESPACE)
+            return await client.create(res, body, PLAIN_NAMESPACE)
 
     def job(index: int) -> dict[str, Any]:
         body = copy.deepcopy(seed)
@@ -182,10 +211,13 @@ async def _plain_phase(
     tfjobs_cpu = server_cpu() - before
     children = [child for body in created for child in _children(body)]
     started, before, client_before = time.monotonic(), server_cpu(), time.process_time()
-    await asyncio.gather(*(create(res, body) for res, body in children))
+    profiled = pprof()
+    await asyncio.gather(*(create(res, body, creator or api) for res, body in children))
     seconds = time.monotonic() - started
     await asyncio.sleep(2.0)  # the watch events of the last creates, as after the controller's burst
     server = server_cpu() - before
+    if profiled is not None:
+        await profiled
     client = time.process_time() - client_before - (server if server_in_process else 0.0)
     for watcher in watchers:
         watcher.cancel()
@@ -402,7 +434,12 @@ def _children_cpu_seconds(names: Sequence[str]) -> Callable[[], float]:
 
 
 async def run(
-    jobs: int, samples: int, workers: int, profile: str | None = None, apiserver_kind: str = "sandbox"
+    jobs: int,
+    samples: int,
+    workers: int,
+    profile: str | None = None,
+    apiserver_kind: str = "sandbox",
+    pprof_dir: Path | None = None,
 ) -> dict[str, Any]:
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"tfgang-bench-{os.getpid()}"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -410,7 +447,21 @@ async def run(
         _token, controller_kubeconfig = apiserver.add_user("tfgang-controller")
         client = await make_api_client(str(apiserver.kubeconfig))
         api = KubeApi(client, qps=5000.0, burst=5000)
-        plain = await _plain_phase(api, jobs, server_cpu, server_in_process=apiserver_kind == SANDBOX)
+        # The plain client creates the children as a user of the controller's kind (a client
+        # certificate, no privileged group), not as the admin: kube-apiserver checks such a
+        # user's certificate on every request and puts its requests through fair queuing, which it
+        # skips for system:masters, so the admin's creates were cheaper than anyone else's.
+        _token, plain_kubeconfig = apiserver.add_user("bench-plain-client")
+        creator = KubeApi(await make_api_client(plain_kubeconfig), qps=5000.0, burst=5000)
+        # A warm-up round first, not counted: a fresh API server's first thousands of writes cost
+        # it more (kube-apiserver's heap and caches still growing), which flattered the ratio.
+        in_process = apiserver_kind == SANDBOX
+        await _plain_phase(api, max(1, jobs // 5), server_cpu, in_process, creator=creator)
+        plain = await _plain_phase(
+            api, jobs, server_cpu, in_process, creator=creator,
+            pprof=lambda: _apiserver_pprof(apiserver, pprof_dir and pprof_dir / "plain.pprof"),
+        )
+        await creator.close()
         podgroups: set[str] = set()
         pods: set[str] = set()
         watchers = [
@@ -438,6 +489,7 @@ async def run(
                     profiling.enter_context(py_spy(process.pid, Path(profile)))
                 controller_before, server_before = _cpu_seconds(process.pid), server_cpu()
                 started = time.monotonic()
+                profiled = _apiserver_pprof(apiserver, pprof_dir and pprof_dir / "controller.pprof")
                 semaphore = asyncio.Semaphore(32)
 
                 seed = load_seed("normal", "bench", NAMESPACE)
@@ -463,6 +515,8 @@ async def run(
                 burst_memory = _memory_kib(process.pid)
                 burst_passes = _reconcile_passes(await asyncio.to_thread(metrics_text, ops_port))
                 profiling.close()
+                if profiled is not None:
+                    await profiled
 
                 # Idle latency: one job at a time, the controller otherwise quiet. At 10,000 jobs the
                 # passes that write the burst's held-back counts are still queued two seconds after
@@ -645,11 +699,22 @@ def main() -> int:
     )
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md")
     parser.add_argument(
+        "--apiserver-pprof",
+        metavar="DIR",
+        help="with kube-apiserver: its Go CPU profile for 15 s of each phase, to DIR/plain.pprof and "
+        "DIR/controller.pprof (read with `go tool pprof -top`)",
+    )
+    parser.add_argument(
         "--profile", metavar="PATH", help="sample the controller with py-spy during the burst"
     )
     args = parser.parse_args()
     # The controller's own loop (uvloop), so the plain client's CPU per create is comparable with it.
-    result = eventloop.run(run(args.jobs, args.samples, args.workers, args.profile, args.apiserver))
+    pprof_dir = Path(args.apiserver_pprof) if args.apiserver_pprof else None
+    if pprof_dir is not None:
+        pprof_dir.mkdir(parents=True, exist_ok=True)
+    result = eventloop.run(
+        run(args.jobs, args.samples, args.workers, args.profile, args.apiserver, pprof_dir)
+    )
     if args.profile:
         print(f"py-spy profile of the controller during the burst (stacks in {args.profile}):")
         print(profile_summary(Path(args.profile).read_text()))
