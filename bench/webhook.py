@@ -599,6 +599,14 @@ def record_profile(pid: int, seconds: float, out: Path, load: Callable[[], Load]
     return profile_summary(out.read_text())
 
 
+def _keep_lowest_tail(kept: dict[str, Load], server: str, load: Load) -> None:
+    """Keep ``load`` as ``server``'s round of a latency phase if its p99 is the lowest so far: the
+    round least disturbed by other work on the machine."""
+    best = kept.get(server)
+    if best is None or load.p99_ms < best.p99_ms:
+        kept[server] = load
+
+
 def percentile(samples: list[float], fraction: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -842,9 +850,7 @@ async def run(args: argparse.Namespace) -> Result:
                         f"hey used {load.client_core_share:.0%} of its core",
                         flush=True,
                     )
-                    best = result.open.get(server.name)
-                    if best is None or load.p99_ms < best.p99_ms:
-                        result.open[server.name] = load
+                    _keep_lowest_tail(result.open, server.name, load)
                     paced = run_wrk(
                         server.port, bodies_file, PACED_CONNECTIONS, args.seconds, client_core, server.pid,
                         gap_ms=HEY_WORKERS / args.rate * 1000,
@@ -854,9 +860,7 @@ async def run(args: argparse.Namespace) -> Result:
                         f"p99 {paced.p99_ms:.2f} ms, {paced.errors} errors",
                         flush=True,
                     )
-                    best = result.paced.get(server.name)
-                    if best is None or paced.p99_ms < best.p99_ms:
-                        result.paced[server.name] = paced
+                    _keep_lowest_tail(result.paced, server.name, paced)
             if args.profile:
                 profiled = Path(args.profile)
                 summary = record_profile(
