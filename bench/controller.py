@@ -317,6 +317,23 @@ async def _watch_added(
             resource_version = "0"
 
 
+async def _missing_report(api: KubeApi, jobs: int, seen: set[str], ops_port: int) -> str:
+    """What the API server holds for the jobs whose PodGroup the bench never saw, and the
+    controller's queue and error metrics: whether the bench or the controller lost them."""
+    stored = {item["metadata"]["name"] for item in (await api.list_all(PODGROUPS_V1BETA1, NAMESPACE))[0]}
+    missing = sorted({f"bench-{index:04d}" for index in range(jobs)} - seen)[:5]
+    lines = [f"PodGroups stored: {len(stored)}; not seen by the bench: {missing}"]
+    for name in missing:
+        job = await api.get(TFJOBS, name, NAMESPACE)
+        lines.append(f"{name}: PodGroup stored {name in stored}, status {json.dumps(job.get('status'))}")
+    metrics = await asyncio.to_thread(metrics_text, ops_port)
+    lines += [
+        line for line in metrics.splitlines()
+        if line.startswith(("workqueue_depth", "controller_runtime_reconcile_errors", "workqueue_unfinished"))
+    ]
+    return "\n".join(lines)
+
+
 def _admitter(api: KubeApi, namespace: str = NAMESPACE) -> Callable[[str], Awaitable[None]]:
     """Play Volcano: a new PodGroup goes Inqueue."""
 
@@ -504,7 +521,10 @@ async def run(
                 created_all = time.monotonic() - started
                 while len(podgroups) < jobs or len(pods) < 4 * jobs:
                     if time.monotonic() - started > 600:
-                        raise TimeoutError(f"only {len(podgroups)} PodGroups and {len(pods)} pods after 600s")
+                        report = await _missing_report(api, jobs, podgroups, ops_port)
+                        raise TimeoutError(
+                            f"only {len(podgroups)} PodGroups and {len(pods)} pods after 600s\n{report}"
+                        )
                     await asyncio.sleep(0.05)
                 all_exist = time.monotonic() - started
                 controller_cpu = _cpu_seconds(process.pid)
