@@ -362,14 +362,15 @@ async def _wait_for_state(api: KubeApi, job: str, state: str, within: float = 30
     raise TimeoutError(f"{job} never reached {state}")
 
 
-def _reconcile_passes(metrics: str) -> float:
-    """Reconcile passes the controller has run, whatever their result."""
+def _metric_sum(metrics: str, family_name: str, sample_name: str | None = None) -> float:
+    """The sum of a metric family's samples in the controller's exposition, over all labels
+    (only the samples called ``sample_name`` if given, e.g. a counter's ``_total``)."""
     return sum(
         sample.value
         for family in text_string_to_metric_families(metrics)
-        if family.name == "controller_runtime_reconcile"
+        if family.name == family_name
         for sample in family.samples
-        if sample.name.endswith("_total")
+        if sample_name is None or sample.name == sample_name
     )
 
 
@@ -378,12 +379,7 @@ async def _until_queue_empty(ops_port: int, steady: float = 1.0, within: float =
     started = empty_since = time.monotonic()
     while time.monotonic() - started < within:
         text = await asyncio.to_thread(metrics_text, ops_port)
-        depth = sum(
-            sample.value
-            for family in text_string_to_metric_families(text)
-            if family.name == "workqueue_depth"
-            for sample in family.samples
-        )
+        depth = _metric_sum(text, "workqueue_depth")
         now = time.monotonic()
         if depth:
             empty_since = now
@@ -533,7 +529,11 @@ async def run(
                 burst_controller_cpu = _cpu_seconds(process.pid) - controller_before
                 burst_server_cpu = server_cpu() - server_before
                 burst_memory = _memory_kib(process.pid)
-                burst_passes = _reconcile_passes(await asyncio.to_thread(metrics_text, ops_port))
+                burst_passes = _metric_sum(
+                    await asyncio.to_thread(metrics_text, ops_port),
+                    "controller_runtime_reconcile",
+                    "controller_runtime_reconcile_total",
+                )
                 profiling.close()
                 if profiled is not None:
                     await profiled

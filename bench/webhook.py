@@ -504,7 +504,7 @@ class Load:
 _WRK_RESULT = re.compile(r"WRK-RESULT (.*)")
 
 
-def _children_cpu_seconds() -> float:
+def _reaped_children_cpu_seconds() -> float:
     """User + system CPU of this process's children that have been waited for so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -528,13 +528,13 @@ def run_wrk(
     environment = dict(os.environ)
     if gap_ms is not None:
         environment["WRK_GAP_MS"] = f"{gap_ms:g}"
-    cpu_before, client_before = cpu_seconds(server_pid), _children_cpu_seconds()
+    cpu_before, client_before = cpu_seconds(server_pid), _reaped_children_cpu_seconds()
     done = subprocess.run(
         command, capture_output=True, text=True, check=True, preexec_fn=lambda: _isolate(core),
         env=environment,
     )
     server_cpu = cpu_seconds(server_pid) - cpu_before
-    client_cpu = _children_cpu_seconds() - client_before
+    client_cpu = _reaped_children_cpu_seconds() - client_before
     match = _WRK_RESULT.search(done.stdout)
     if match is None:
         raise RuntimeError(f"wrk printed no result:\n{done.stdout}\n{done.stderr}")
@@ -565,12 +565,12 @@ def run_hey(port: int, body_file: Path, rate: float, seconds: float, core: int, 
         "-m", "POST", "-T", "application/json", "-D", str(body_file), "-o", "csv",
         f"https://127.0.0.1:{port}/mutate-pods",
     ]  # fmt: skip
-    cpu_before, client_before = cpu_seconds(server_pid), _children_cpu_seconds()
+    cpu_before, client_before = cpu_seconds(server_pid), _reaped_children_cpu_seconds()
     done = subprocess.run(
         command, capture_output=True, text=True, check=True, preexec_fn=lambda: _isolate(core)
     )
     server_cpu = cpu_seconds(server_pid) - cpu_before
-    client_cpu = _children_cpu_seconds() - client_before
+    client_cpu = _reaped_children_cpu_seconds() - client_before
     latencies, errors = [], 0
     for line in done.stdout.splitlines()[1:]:
         fields = line.split(",")
