@@ -55,8 +55,22 @@ class Tick(enum.Enum):
     DEADLINE = "deadline"
 
 
+@dataclass(frozen=True)
+class TimerMark:
+    """A tick as queued, with the revision the storage had then.
+
+    A bookmark must not claim more than the watcher was sent: every event up to ``revision`` is
+    ahead of the mark in the queue, but events queued after it are not, and a watch that ends at
+    the mark never sends them. A client resuming from the storage's revision at the time the
+    mark is *rendered* would miss them for good.
+    """
+
+    tick: Tick
+    revision: int
+
+
 # An event, the error that ends the watch, a timer mark, or None when the server closes watches.
-QueueItem = StoredEvent | errors.ApiError | Tick | None
+QueueItem = StoredEvent | errors.ApiError | TimerMark | None
 
 
 @dataclass(eq=False)

@@ -13,7 +13,7 @@ from sandbox.apiserver import errors, objects, tables
 from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import ResourceInfo
 from sandbox.apiserver.state import ApiState
-from sandbox.apiserver.storage import QueueItem, StoredEvent, Tick
+from sandbox.apiserver.storage import QueueItem, StoredEvent, Tick, TimerMark
 
 logger = logging.getLogger(__name__)
 
@@ -89,9 +89,10 @@ class WatchStream:
             return event.encoded()
         return self._render(event_type, event.object)
 
-    def _bookmark(self, initial_events_end: bool = False) -> bytes:
+    def _bookmark(self, revision: int, initial_events_end: bool = False) -> bytes:
+        """A bookmark at ``revision``: every event up to it has been sent to this watcher."""
         info = self.request.info
-        meta: JsonObj = {"resourceVersion": str(self.state.storage.revision)}
+        meta: JsonObj = {"resourceVersion": str(revision)}
         if initial_events_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         return _line("BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta})
@@ -122,11 +123,12 @@ class WatchStream:
         try:
             if since is None:
                 initial = storage.list_in(request.info.storage_key, request.namespace)
+                listed_at = storage.revision  # events after it are queued, not yet sent
                 for obj in initial:
                     if request.matches is None or request.matches(obj):
                         await self.write(self._render("ADDED", obj))
                 if request.send_initial_events and request.bookmarks:
-                    await self.write(self._bookmark(initial_events_end=True))
+                    await self.write(self._bookmark(listed_at, initial_events_end=True))
             for event in replay:
                 line = self._event_line(event)
                 if line is not None:
@@ -137,11 +139,16 @@ class WatchStream:
 
     async def _follow(self, queue: asyncio.Queue[QueueItem]) -> None:
         loop = asyncio.get_running_loop()
-        timers = [loop.call_later(self.request.timeout, queue.put_nowait, Tick.DEADLINE)]
+        storage = self.state.storage
+
+        def mark(tick: Tick) -> None:
+            queue.put_nowait(TimerMark(tick, storage.revision))
+
+        timers = [loop.call_later(self.request.timeout, mark, Tick.DEADLINE)]
         if self.request.bookmarks:
 
             def bookmark() -> None:
-                queue.put_nowait(Tick.BOOKMARK)
+                mark(Tick.BOOKMARK)
                 timers.append(loop.call_later(self.state.bookmark_interval, bookmark))
 
             timers.append(loop.call_later(self.state.bookmark_interval, bookmark))
@@ -167,10 +174,10 @@ class WatchStream:
         if isinstance(item, errors.ApiError):
             batch.append(_line("ERROR", item.body()))
             return False
-        if isinstance(item, Tick):
+        if isinstance(item, TimerMark):
             if self.request.bookmarks:
-                batch.append(self._bookmark())
-            return item is Tick.BOOKMARK
+                batch.append(self._bookmark(item.revision))
+            return item.tick is Tick.BOOKMARK
         line = self._event_line(item)
         if line is not None:
             batch.append(line)
