@@ -238,11 +238,26 @@ class Reflector:
             timeout_seconds=self._watch_timeout, allow_bookmarks=True,
             label_selector=self._label_selector, field_selector=self._field_selector,
         )
+        stall = self._stall_timeout
+        last_event = started
+        check: asyncio.TimerHandle | None = None
         async with contextlib.aclosing(stream):
             try:
-                async with asyncio.timeout(self._stall_timeout) as deadline:
+                async with asyncio.timeout(None) as deadline:
+                    # One timer per stall period, not a rescheduled deadline per event (moving
+                    # asyncio's deadline on every event was 1 % of a burst's samples): when it
+                    # fires it either expires the deadline or waits for the last event's period.
+                    def check_stalled() -> None:
+                        nonlocal check
+                        now = loop.time()
+                        if now - last_event >= stall:
+                            deadline.reschedule(now)
+                        else:
+                            check = loop.call_at(last_event + stall, check_stalled)
+
+                    check = loop.call_at(started + stall, check_stalled)
                     async for event in stream:
-                        deadline.reschedule(loop.time() + self._stall_timeout)
+                        last_event = loop.time()
                         self._last_error = None
                         received += 1
                         self._apply(event)
@@ -250,6 +265,9 @@ class Reflector:
                 if deadline.expired():
                     raise _WatchStalled() from None
                 raise
+            finally:
+                if check is not None:
+                    check.cancel()
         return received > 0 or loop.time() - started >= _HEALTHY_WATCH_SECONDS
 
     def _apply(self, event: WatchEvent) -> None:

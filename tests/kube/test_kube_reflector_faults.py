@@ -64,6 +64,12 @@ async def serve(script: Script, request: web.Request) -> web.StreamResponse:
     elif mode == "event":
         added = {"type": "ADDED", "object": configmap("late", "9")}
         await response.write(json.dumps(added).encode() + b"\n")
+    elif mode == "steady":  # an event every 0.1 s for 1 s, then quiet
+        for index in range(10):
+            added = {"type": "ADDED", "object": configmap(f"steady-{index}", str(10 + index))}
+            await response.write(json.dumps(added).encode() + b"\n")
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(3600)
     return response
 
 
@@ -116,6 +122,22 @@ async def test_a_stalled_watch_is_logged_and_restarted(
     assert script.list_requests == 1
     assert script.watch_requests[0]["allowWatchBookmarks"] == "true"
     assert script.watch_requests[0]["timeoutSeconds"] == "60"
+
+
+async def test_a_watch_fed_more_often_than_the_stall_timeout_is_not_stalled(
+    scripted: tuple[Script, KubeApi],
+) -> None:
+    # Events 0.1 s apart for 1 s, over three times the stall timeout of 0.3 s: only the quiet
+    # after the last one counts as a stall, and the restarted watch resumes after it.
+    script, api = scripted
+    script.lists = [list_of(rv="5")]
+    script.watches = ["steady", "event"]
+    store = Store()
+    reflector = Reflector(api, CONFIGMAPS, store, namespace="ns", watch_timeout_seconds=60, stall_timeout=0.3)
+    await run_reflector(reflector, lambda: store.get("ns/late") is not None)
+    assert all(store.get(f"ns/steady-{index}") is not None for index in range(10))
+    assert reflector.stall_count == 1
+    assert [w["resourceVersion"] for w in script.watch_requests[:2]] == ["5", "19"]
 
 
 async def test_a_watch_error_410_makes_the_reflector_relist(scripted: tuple[Script, KubeApi]) -> None:
