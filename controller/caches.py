@@ -37,6 +37,7 @@ from kube.reflector import Handler, Reflector
 from kube.resources import EVENTS, PODS, PRIORITY_CLASSES, SERVICES, Resource
 from kube.store import Store, object_key
 from kubeobjects.meta import Meta
+from tfjob.facts import FactsMemo
 from tfjob.planner import Observed
 from tfjob.settings import Settings
 from tfjob.wire import as_podgroup, as_tfjob
@@ -44,6 +45,7 @@ from tfjob.wire import as_podgroup, as_tfjob
 logger = logging.getLogger(__name__)
 
 JOB_INDEX = "job"
+FACTS_MEMO_CAPACITY = 1024
 
 EnqueueKey = Callable[[str], None]
 
@@ -103,6 +105,10 @@ class JobCaches:
         watch_timeout_seconds: int = 290,
     ) -> None:
         self.writes = writes
+        # A job's passes mostly read one stored version again (its first pass, then the one after
+        # Volcano admits its gang): its facts are read once. Sized for the jobs of a burst whose
+        # passes interleave; each entry is one defaulted copy of a job.
+        self._facts = FactsMemo(capacity=FACTS_MEMO_CAPACITY)
         self._enqueue = enqueue
         self._enqueue_resync = enqueue_resync if enqueue_resync is not None else enqueue
         self.jobs = Store()
@@ -230,11 +236,13 @@ class JobCaches:
         services = self.writes.view_owned(SERVICES.plural, uid, self.services.by_index(JOB_INDEX, key))
         podgroup = self.writes.view(self.podgroup_resource.plural, namespace, name, self.podgroups.get(key))
         priority_values = {Meta(pc).name: _priority_value(pc) for pc in self.priority_classes.list()}
+        tfjob = as_tfjob(job)
         return Observed(
-            job=as_tfjob(job),
+            job=tfjob,
             pods=pods,
             services=services,
             podgroup=as_podgroup(podgroup),
             priority_values=priority_values,
             podgroup_events=self.podgroup_events.by_index(JOB_INDEX, key),
+            facts=self._facts.facts(tfjob),
         )

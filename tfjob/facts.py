@@ -1,5 +1,6 @@
 """One parsed, defaulted view of a TFJob: what the planner, the webhook, TF_CONFIG and the PodGroup
-read, built once per job by ``read_facts``.
+read, built once per job by ``read_facts``; ``FactsMemo`` keeps them per job version for callers
+that read the same stored job over and over (the controller's passes).
 
 Stored objects can hold anything the schema lets through (or more, on a cluster without the
 CRD's schema), so every field is read here, once, defensively: a value of the wrong type counts
@@ -9,6 +10,7 @@ creates the pods) and the webhook (which admits them) can never disagree on a jo
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -186,3 +188,43 @@ def _replica_facts(key: str, replica_spec: ReplicaSpec) -> ReplicaFacts:
         scheduler_name=text(pod_spec.get("schedulerName")),
         priority_class_name=text(pod_spec.get("priorityClassName")),
     )
+
+
+JobVersion = tuple[str, str, str, str, bool]
+
+
+def job_version(job: Mapping[str, Any]) -> JobVersion:
+    """What identifies one stored state of a job: namespace, name, uid, resourceVersion, and
+    whether it is terminating (a client's view of its own delete keeps the resourceVersion)."""
+    meta = Meta(job)
+    return (meta.namespace, meta.name, meta.uid, meta.resource_version, meta.deleting)
+
+
+class FactsMemo:
+    """``read_facts`` once per job version, for the most recently read ``capacity`` jobs.
+
+    A job without a uid or resourceVersion (not from an API server) is read every time: its
+    content could change under the same key. The facts handed out are shared between callers,
+    like everything in ``JobFacts``, and must not be changed.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[JobVersion, JobFacts] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def facts(self, job: TFJob) -> JobFacts:
+        version = job_version(job)
+        if not version[2] or not version[3]:
+            return read_facts(job)
+        entries = self._entries
+        facts = entries.get(version)
+        if facts is not None:
+            entries.move_to_end(version)
+            return facts
+        facts = entries[version] = read_facts(job)
+        if len(entries) > self._capacity:
+            entries.popitem(last=False)
+        return facts

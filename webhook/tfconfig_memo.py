@@ -3,7 +3,7 @@ pod admission.
 
 ``tfjob.facts.read_facts`` defaults a copy of the whole job, and ``tfjob.tfconfig.tf_config``
 rebuilds the cluster map on every call; together they would be most of a pod admission's cost.
-So the facts are kept per job version (namespace, name, uid, resourceVersion). In the normal form
+So the facts are kept per job version (``tfjob.facts.job_version``). In the normal form
 only the ``task`` object differs between the replicas of one job, so the job's first TF_CONFIG is
 split around its task object once, and every other replica's value is the two halves around its
 own task. The split is
@@ -18,8 +18,7 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from kubeobjects.meta import Meta
-from tfjob.facts import JobFacts, read_facts
+from tfjob.facts import JobFacts, JobVersion, job_version, read_facts
 from tfjob.tfconfig import tf_config
 from tfjob.wire import TFJob
 
@@ -45,7 +44,7 @@ class TFConfigMemo:
     def __init__(self, *, cluster_domain: str = "", capacity: int = DEFAULT_CAPACITY) -> None:
         self._cluster_domain = cluster_domain
         self._capacity = capacity
-        self._entries: OrderedDict[tuple[str, ...], _Entry] = OrderedDict()
+        self._entries: OrderedDict[JobVersion, _Entry] = OrderedDict()
 
     def facts(self, job: TFJob) -> JobFacts:
         """Equal to ``tfjob.facts.read_facts(job)``, read once per job version."""
@@ -61,8 +60,7 @@ class TFConfigMemo:
         return entry.halves[0] + _task(rtype, index) + entry.halves[1]
 
     def _entry(self, job: TFJob) -> _Entry:
-        meta = Meta(job)
-        key = (meta.namespace, meta.name, meta.uid, meta.resource_version)
+        key = job_version(job)
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)

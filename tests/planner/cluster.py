@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from kubeobjects.times import format_time
+from tfjob.facts import read_facts
 from tfjob.planner import (
     CreatePod,
     CreatePodGroup,
@@ -55,8 +56,15 @@ class Cluster:
         assert self.job is not None, "the job was deleted"
         if now is not None:
             self.now = now
-        observed = Observed(self.job, list(self.pods.values()), list(self.services.values()), self.podgroup)
+        # The controller hands the planner facts it keeps for later passes (``FactsMemo``): every
+        # pass here checks that planning leaves them as they were.
+        facts = read_facts(self.job)
+        unchanged = copy.deepcopy(facts)
+        observed = Observed(
+            self.job, list(self.pods.values()), list(self.services.values()), self.podgroup, facts=facts
+        )
         result = plan(observed, self.now, self.settings)
+        assert facts == unchanged, "the planner changed the facts it was given"
         self.plans.append(result)
         if result.status != (self.job.get("status") or {}):
             self.status_writes += 1

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tfjob_test_builders import make_job, replica
 
-from tfjob.facts import read_facts, replica_count
+from tfjob.facts import FactsMemo, read_facts, replica_count
 from tfjob.planner import Observed, plan
 from tfjob.planner.actions import CreatePod
 from tfjob.podgroup import desired_podgroup
@@ -62,3 +62,38 @@ def test_the_controller_the_webhook_tf_config_and_the_podgroup_agree_on_the_size
     one_more = json.loads(json.dumps(worker_pods[-1]))
     one_more["metadata"]["labels"]["training.kubeflow.org/replica-index"] = str(size)
     assert not mutate_pod(PodTarget("ns", "tj", one_more), job, settings).allowed
+
+
+def _versioned(job: Any, uid: str = "uid-1", resource_version: str = "7") -> Any:
+    job = json.loads(json.dumps(job))
+    job["metadata"].update(uid=uid, resourceVersion=resource_version)
+    return job
+
+
+def test_the_facts_memo_reads_a_job_version_once_and_a_new_version_again() -> None:
+    memo = FactsMemo(capacity=8)
+    job = _versioned(make_job({"Worker": replica(2)}))
+    first = memo.facts(job)
+    assert memo.facts(json.loads(json.dumps(job))) is first  # the same version, another copy
+    assert first == read_facts(job)
+    scaled = _versioned(make_job({"Worker": replica(3)}), resource_version="8")
+    assert memo.facts(scaled).total_replicas == 3
+
+
+def test_the_facts_memo_tells_a_terminating_view_from_the_stored_job() -> None:
+    # A client's own delete shows the job terminating under the resourceVersion it had.
+    memo = FactsMemo(capacity=8)
+    job = _versioned(make_job({"Worker": replica(1)}))
+    assert not memo.facts(job).deleting
+    job["metadata"]["deletionTimestamp"] = "2026-11-29T10:42:00Z"
+    assert memo.facts(job).deleting
+
+
+def test_the_facts_memo_does_not_keep_jobs_without_a_version_and_is_bounded() -> None:
+    memo = FactsMemo(capacity=2)
+    unversioned = make_job({"Worker": replica(1)})
+    unversioned["metadata"].pop("resourceVersion", None)
+    assert memo.facts(unversioned) is not memo.facts(unversioned) and len(memo) == 0
+    for index in range(3):
+        memo.facts(_versioned(make_job({"Worker": replica(1)}), uid=f"uid-{index}"))
+    assert len(memo) == 2

@@ -31,6 +31,8 @@ class Observed:
     priority_values: Mapping[str, int] = field(default_factory=dict)  # PriorityClass name -> value
     # Volcano's Unschedulable events about the job's PodGroup (why it is not admitted yet)
     podgroup_events: Sequence[Mapping[str, Any]] = ()
+    # ``read_facts(job)`` when the caller already has it (``FactsMemo``); None: the planner reads it
+    facts: JobFacts | None = None
 
 
 def pod_phase(pod: Mapping[str, Any]) -> str:

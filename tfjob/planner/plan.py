@@ -125,7 +125,7 @@ def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
     raw = observed.job
     if not isinstance(raw, dict):
         raise ValueError(f"the observed job must be a TFJob object, not {type(raw).__name__}")
-    facts = read_facts(raw)
+    facts = observed.facts if observed.facts is not None else read_facts(raw)
     if not facts.managed_here or facts.deleting:
         return _untouched(raw)
     draft = Draft.starting_from(raw.get("status"), now)
