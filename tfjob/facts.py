@@ -11,9 +11,9 @@ creates the pods) and the webhook (which admits them) can never disagree on a jo
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
 from kubeobjects.meta import Meta, mapping, text
 from tfjob.constants import (
@@ -31,6 +31,8 @@ from tfjob.constants import (
 )
 from tfjob.defaults import canonical_replica_type, replica_port, with_defaults
 from tfjob.wire import OwnerReference, ReplicaSpec, TFJob
+
+_T = TypeVar("_T")
 
 
 def _int_or_none(value: object) -> int | None:
@@ -81,6 +83,20 @@ class JobFacts:
     suspend: bool
     deleting: bool
     managed_by: str  # runPolicy.managedBy, "" when unset
+    # What callers derived from these facts, by key (``remembered``); not part of the facts.
+    _derived: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def remembered(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """``compute()``, once per ``key`` for these facts.
+
+        Facts are kept for later passes over the same job version (``FactsMemo``), and so is what
+        is derived from them this way. The value is shared like the facts: never change it.
+        """
+        derived = self._derived
+        if key in derived:
+            return cast(_T, derived[key])
+        value = derived[key] = compute()
+        return value
 
     @property
     def managed_here(self) -> bool:

@@ -64,11 +64,14 @@ def desired_podgroup(facts: JobFacts, priority_values: Mapping[str, int], settin
     if not settings.gang_enabled:
         raise ValueError("gang scheduling is off: a job has no PodGroup")
     members = min_member(facts)
-    resources = (
-        sum_resources([facts.min_resources])
-        if facts.min_resources is not None
-        else min_resources(facts, members, priority_values)
-    )
+    if facts.min_resources is not None:
+        resources = facts.remembered("minResources", lambda: sum_resources([facts.min_resources or {}]))
+    else:
+        # The sum depends on the facts, minMember and the order the PriorityClasses give.
+        priorities = tuple(priority_values.get(r.priority_class_name, 0) for r in facts.replica_types)
+        resources = facts.remembered(
+            ("minResources", members, priorities), lambda: min_resources(facts, members, priority_values)
+        )
     metadata: JSONDict = {
         "name": facts.name,
         "namespace": facts.namespace,
@@ -85,11 +88,11 @@ def desired_podgroup(facts: JobFacts, priority_values: Mapping[str, int], settin
             "minMember": members,
             "queue": facts.queue or DEFAULT_QUEUE,
             "priorityClassName": facts.priority_class,
-            "minResources": resources,
+            "minResources": dict(resources),
         }
     else:
         api_version = SCHEDULER_PLUGINS_PODGROUP_API_VERSION
-        spec = {"minMember": members, "minResources": resources}
+        spec = {"minMember": members, "minResources": dict(resources)}
         if facts.schedule_timeout_seconds is not None:
             spec["scheduleTimeoutSeconds"] = facts.schedule_timeout_seconds
     return cast(
