@@ -99,6 +99,27 @@ def test_s50_d11_min_resources_follow_priority_class_values() -> None:
     }
 
 
+def test_facts_kept_between_passes_give_the_minresources_of_each_passs_priority_classes() -> None:
+    # The controller plans over facts it keeps (FactsMemo), and the sum is remembered with them:
+    # a PriorityClass that appears or changes value between two passes still reorders the types.
+    job = make_job(
+        {
+            "PS": replica(1, containers=[container(resources=requests(cpu="1"))]),
+            "Worker": replica(
+                2, containers=[container(resources=requests(cpu="2"))], priorityClassName="high"
+            ),
+        },
+        runPolicy={"schedulingPolicy": {"minAvailable": 1}},
+    )
+    facts = read_facts(job)
+    assert desired_podgroup(facts, {}, VOLCANO)["spec"]["minResources"] == {"cpu": "1"}
+    assert desired_podgroup(facts, {"high": 1000}, VOLCANO)["spec"]["minResources"] == {"cpu": "2"}
+    assert desired_podgroup(facts, {"high": -5}, VOLCANO)["spec"]["minResources"] == {"cpu": "1"}
+    first = desired_podgroup(facts, {}, VOLCANO)
+    first["spec"]["minResources"]["cpu"] = "changed by a caller"
+    assert desired_podgroup(facts, {}, VOLCANO)["spec"]["minResources"] == {"cpu": "1"}
+
+
 def test_d11_ties_follow_chief_master_ps_worker_evaluator() -> None:
     job = make_job(
         {
