@@ -19,7 +19,7 @@ from kube import eventloop
 from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import ConfigError
-from kube.heap import pause_collector_until
+from kube.heap import collect_less_often, pause_collector_until
 from kube.logs import configure_json_logging
 from kube.ops import OpsServer
 from tfjob.constants import CONTROLLER_NAME
@@ -43,6 +43,7 @@ async def serve(config: ControllerConfig, stop: asyncio.Event) -> int:
         on_request=metrics.api_requests,
     )
     controller = Controller(api, config, metrics=metrics)
+    collect_less_often()
     collector_paused = pause_collector_until(controller.caches.wait_synced())
     ops = OpsServer(controller.metrics.registry, host=config.ops_host, port=config.ops_port)
     ops.add_readiness_check("caches-synced", lambda: controller.ready)

@@ -9,14 +9,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from kube.heap import pause_collector_until
+from kube.heap import collect_less_often, pause_collector_until
 
 
 @pytest.fixture(autouse=True)
 def collector_restored() -> Iterator[None]:
     enabled = gc.isenabled()
+    thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
     (gc.enable if enabled else gc.disable)()
 
 
@@ -60,3 +62,25 @@ async def test_a_collector_disabled_before_stays_disabled() -> None:
     gc.disable()
     await pause_collector_until(asyncio.sleep(0))
     assert not gc.isenabled()
+
+
+class Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_collecting_less_often_lets_a_growing_cache_be_and_still_frees_cycles() -> None:
+    gc.enable()
+    gc.collect()
+    young = gc.get_stats()[0]["collections"]
+    collect_less_often()
+    # A cache growing by 40,000 decoded objects: with the default thresholds, some 57 collections
+    cache = [{"metadata": {"name": f"pod-{i}"}} for i in range(20_000)]
+    assert gc.get_stats()[0]["collections"] == young
+    # Cycles, which only the collector frees, still make it run, and it frees them
+    collected = gc.get_stats()[0]["collected"]
+    for _ in range(120_000):
+        Cycle()
+    assert gc.get_stats()[0]["collections"] > young
+    assert gc.get_stats()[0]["collected"] - collected >= 50_000
+    assert len(cache) == 20_000
