@@ -98,7 +98,7 @@ class ActionRunner:
         """Every metric about an action, in one place; ``None``: the action failed."""
         kind = action.target.kind
         if result in _CHANGED:
-            self._metrics.api_writes.labels(resource=self._resources[kind].plural, verb=action.verb).inc()
+            self._metrics.count_write(self._resources[kind].plural, action.verb)
         counter = _COUNTERS.get((kind, result))
         if counter is not None:
             getattr(self._metrics, counter).inc()

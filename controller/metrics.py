@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kube.apimetrics import PrometheusRequestMetrics
+from kube.apimetrics import LabelledChildren, PrometheusRequestMetrics
 from kube.workqueue import PrometheusWorkQueueMetrics
 from kubeobjects.meta import mapping, sequence
 from kubeobjects.times import parse_time
@@ -67,6 +67,9 @@ class ControllerMetrics:
         self.api_writes = Counter(
             "tfgang_controller_api_writes", "API writes by the controller", ["resource", "verb"], registry=r
         )
+        self._reconcile_time = self.reconcile_time.labels(controller=CONTROLLER_NAME)
+        self._reconcile_results = LabelledChildren(self.reconcile_total)
+        self._writes = LabelledChildren(self.api_writes)
         # workqueue_depth, workqueue_retries_total, ... with client-go's names, labelled by queue.
         self.work_queue = PrometheusWorkQueueMetrics(r)
         self.is_leader = Gauge(
@@ -94,9 +97,13 @@ class ControllerMetrics:
         value = self.registry.get_sample_value(name, {"job_namespace": namespace, "framework": FRAMEWORK})
         return value or 0.0
 
+    def count_write(self, resource: str, verb: str) -> None:
+        """One API write by the controller (``tfgang_controller_api_writes``)."""
+        self._writes(resource, verb).inc()
+
     def observe_reconcile(self, seconds: float, ok: bool) -> None:
-        self.reconcile_time.labels(controller=CONTROLLER_NAME).observe(seconds)
-        self.reconcile_total.labels(controller=CONTROLLER_NAME, result="success" if ok else "error").inc()
+        self._reconcile_time.observe(seconds)
+        self._reconcile_results(CONTROLLER_NAME, "success" if ok else "error").inc()
         if not ok:
             self.reconcile_errors.labels(controller=CONTROLLER_NAME).inc()
 

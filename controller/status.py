@@ -189,7 +189,7 @@ class StatusWriter:
             patch_type=PatchType.MERGE,
             subresource="status",
         )
-        self.metrics.api_writes.labels(resource=TFJOBS.plural, verb="patch-status").inc()
+        self.metrics.count_write(TFJOBS.plural, "patch-status")
         self.writes.wrote(TFJOBS.plural, updated)
         returned = _status_of(updated)
         if returned == new_status:

@@ -41,11 +41,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from kube.apimetrics import LabelledChildren
+
 __all__ = ["Backoff", "PrometheusWorkQueueMetrics", "ShutDown", "WorkQueue", "WorkQueueObserver"]
+
+_M = TypeVar("_M", Counter, Gauge, Histogram)
 
 
 class ShutDown(Exception):
@@ -80,32 +84,36 @@ class WorkQueueObserver(Protocol):
 
 class PrometheusWorkQueueMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self._depth = Gauge("workqueue_depth", "Current depth of the work queue.", ["name"],
-                            registry=registry)
-        self._adds = Counter("workqueue_adds_total", "Adds handled by the work queue.", ["name"],
-                             registry=registry)
-        self._retries = Counter("workqueue_retries_total", "Rate-limited retries handled by the work queue.",
-                                ["name"], registry=registry)
-        self._latency = Histogram("workqueue_queue_duration_seconds",
-                                  "Seconds a key waits in the work queue before being handed out.", ["name"],
-                                  registry=registry)
-        self._work = Histogram("workqueue_work_duration_seconds",
-                               "Seconds spent processing a key.", ["name"], registry=registry)
+        def per_queue(metric: _M) -> LabelledChildren[_M]:
+            return LabelledChildren(metric)
+
+        self._depth = per_queue(Gauge("workqueue_depth", "Current depth of the work queue.", ["name"],
+                                      registry=registry))
+        self._adds = per_queue(Counter("workqueue_adds_total", "Adds handled by the work queue.", ["name"],
+                                       registry=registry))
+        self._retries = per_queue(Counter("workqueue_retries_total",
+                                          "Rate-limited retries handled by the work queue.", ["name"],
+                                          registry=registry))
+        self._latency = per_queue(Histogram("workqueue_queue_duration_seconds",
+                                            "Seconds a key waits in the work queue before being handed out.",
+                                            ["name"], registry=registry))
+        self._work = per_queue(Histogram("workqueue_work_duration_seconds", "Seconds spent processing a key.",
+                                         ["name"], registry=registry))
 
     def on_add(self, name: str) -> None:
-        self._adds.labels(name).inc()
+        self._adds(name).inc()
 
     def on_depth(self, name: str, depth: int) -> None:
-        self._depth.labels(name).set(depth)
+        self._depth(name).set(depth)
 
     def on_retry(self, name: str) -> None:
-        self._retries.labels(name).inc()
+        self._retries(name).inc()
 
     def on_queue_latency(self, name: str, seconds: float) -> None:
-        self._latency.labels(name).observe(seconds)
+        self._latency(name).observe(seconds)
 
     def on_work_duration(self, name: str, seconds: float) -> None:
-        self._work.labels(name).observe(seconds)
+        self._work(name).observe(seconds)
 
 
 class WorkQueue:
