@@ -40,7 +40,7 @@ def min_resources(facts: JobFacts, min_member: int, priority_values: Mapping[str
     """
 
     def order(replica: ReplicaFacts) -> tuple[int, int, str]:
-        priority = priority_values.get(replica.priority_class_name, 0) if replica.priority_class_name else 0
+        priority = _priority(replica, priority_values)
         canonical = canonical_replica_type(replica.rtype)
         rank = (
             MIN_RESOURCES_ORDER.index(canonical)
@@ -59,6 +59,11 @@ def min_resources(facts: JobFacts, min_member: int, priority_values: Mapping[str
     return sum_resources(pod_resources)
 
 
+def _priority(replica: ReplicaFacts, priority_values: Mapping[str, int]) -> int:
+    """The value of the replica type's PriorityClass; an unnamed or unknown class counts as 0."""
+    return priority_values.get(replica.priority_class_name, 0) if replica.priority_class_name else 0
+
+
 def desired_podgroup(facts: JobFacts, priority_values: Mapping[str, int], settings: Settings) -> PodGroup:
     """The PodGroup the job needs: Volcano v1beta1, or scheduler-plugins v1alpha1 (reference §6.2)."""
     if not settings.gang_enabled:
@@ -68,7 +73,7 @@ def desired_podgroup(facts: JobFacts, priority_values: Mapping[str, int], settin
         resources = facts.remembered("minResources", lambda: sum_resources([facts.min_resources or {}]))
     else:
         # The sum depends on the facts, minMember and the order the PriorityClasses give.
-        priorities = tuple(priority_values.get(r.priority_class_name, 0) for r in facts.replica_types)
+        priorities = tuple(_priority(replica, priority_values) for replica in facts.replica_types)
         resources = facts.remembered(
             ("minResources", members, priorities), lambda: min_resources(facts, members, priority_values)
         )
