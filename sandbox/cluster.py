@@ -19,7 +19,6 @@ import functools
 import logging
 import os
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -42,6 +41,7 @@ from sandbox.apiserver.server import ApiServer
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
 from sandbox.backends import SANDBOX, ClusterApiServer, SandboxApiServer, new_api_server
 from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
+from sandbox.ports import free_port
 from sandbox.supervisor import ChildFailed, ChildSpec, Supervisor
 from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, webhook_configurations
 
@@ -119,13 +119,6 @@ class ClusterOptions:
     apiserver: str = SANDBOX
     """``sandbox`` (in this process) or ``kube-apiserver`` (a real one with etcd; see
     ``sandbox.realapiserver``)."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def child_environment() -> dict[str, str]:

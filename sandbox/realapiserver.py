@@ -58,6 +58,7 @@ from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.apiserver.requestlog import RequestRecord
 from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
 from sandbox.kubectl import find_kubectl
+from sandbox.ports import free_port
 
 logger = logging.getLogger(__name__)
 
@@ -117,15 +118,6 @@ def find_bin_dir() -> Path:
     if missing:
         raise RealApiServerError(f"{directory} lacks {', '.join(missing)}")
     return directory
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _client_certificate(ca: CertificateAuthority, user: str, groups: Sequence[str]) -> tuple[bytes, bytes]:
@@ -309,9 +301,9 @@ class RealApiServer:
             "audit-policy": _write(self.workdir / "audit-policy.yaml", yaml.safe_dump(AUDIT_POLICY)),
         }
 
-        etcd_port, peer_port = _free_port(), _free_port()
+        etcd_port, peer_port = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{etcd_port}"
-        port = options.port or _free_port()
+        port = options.port or free_port()
         self.url = f"https://127.0.0.1:{port}"
         self._children["etcd"] = _Child("etcd", [
             str(bin_dir / "etcd"), "--data-dir", str(self.workdir / "etcd"),

@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +35,7 @@ import yaml
 
 from sandbox.apiserver.admission import ServiceRoute
 from sandbox.cluster import ClusterHandle, ClusterOptions, child_environment, start_cluster
+from sandbox.ports import free_port
 from tests import polling
 
 from .rbac import Grant, granted, matching_grants
@@ -92,12 +92,6 @@ TFJOB = {
     },
 }
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None, check: bool = True) -> str:

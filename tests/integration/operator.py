@@ -15,7 +15,6 @@ import base64
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,19 +32,13 @@ from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.leader import LeaseTerms
 from kube.workqueue import Backoff
+from sandbox.ports import free_port
 from tfjob.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 WEBHOOK_NAME = "tfgang-webhook"
 # The controller runs as its own user so the request log tells its requests apart.
 CONTROLLER_USER = "tfgang-controller"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _python_module(module: str, *args: str) -> list[str]:

@@ -13,7 +13,6 @@ import contextlib
 import copy
 import datetime
 import json
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from kube.resources import (
     VALIDATING_WEBHOOK_CONFIGURATIONS,
 )
 from sandbox import testing
+from sandbox.ports import free_port
 from tests.polling import eventually
 from tests.webhook.admission_cases import load_cases
 from webhook.__main__ import serve
@@ -51,12 +51,6 @@ SERVICE = "tfgang-webhook"
 SECRET = "tfgang-webhook-certs"
 SEED = load_cases("mutate-seed-ps-0")[0]
 SEED_TF_CONFIG = SEED.expected["patch"][0]["value"][0]["value"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _configurations() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -126,7 +120,7 @@ async def _kube(sandbox: Any) -> AsyncIterator[KubeApi]:
 
 
 async def test_self_managed_webhook_serves_the_sandbox(sandbox: Any, tmp_path: Path) -> None:
-    port, ops_port = _free_port(), _free_port()
+    port, ops_port = free_port(), free_port()
     sandbox.route_service(NAMESPACE, SERVICE, port)
     async with _kube(sandbox) as api:
         await api.create(
