@@ -1,23 +1,37 @@
-"""The two HTTP request paths side by side, in one process: ``KubeApi``'s own client (``kube/http.py``)
-and aiohttp's ``ClientSession``, which it replaced for unary requests, creating the same pods.
+"""The HTTP paths side by side, in one process: ``KubeApi``'s own client (``kube/http.py``) and
+aiohttp's ``ClientSession``, which it replaced, creating the same pods and reading the same watch.
 
-Run: ``python bench/requestpath.py [--requests 2000] [--concurrency 8] [--rounds 3]``. The sandbox
-API server runs on a thread of this process; the client's CPU is the main thread's
-(``time.thread_time``), so the server's work is not counted. The rounds alternate the two paths so
-that a change in the machine's load falls on both. The aiohttp path is the one ``KubeApi._request``
-had before (the connection's session, its headers, orjson in and out). Printed only; the figures go
-into docs/performance.md ("Controller: what was changed, measured") by hand.
+Run: ``python bench/requestpath.py [--requests 2000] [--concurrency 8] [--rounds 3] [--events 4000]
+[--event-rate 2000]``. The servers run on threads of this process; the client's CPU is the main
+thread's (``time.thread_time``), so the servers' work is not counted. The rounds alternate the paths
+so that a change in the machine's load falls on all of them.
+
+- Creates, against the sandbox API server: the aiohttp path is the one ``KubeApi._request`` had
+  before (the connection's session, its headers, orjson in and out).
+- Watch events: a TLS server streams ``--events`` pod events as kube-apiserver does (chunked, one
+  chunk per event, each pod as kube-apiserver answers it, managedFields included, about 4 KiB),
+  paced at ``--event-rate`` per second so that, as in a controller's burst, most reads bring one
+  event. Read three ways: aiohttp's ``readline`` through an async generator (how ``KubeApi.watch``
+  read before), ``KubeApi.watch`` (the generator on ``kube.http``) and ``KubeApi.watch_into`` (each
+  event handed on inside the read, what the reflectors use). Each event is decoded and counted.
+
+Printed only; the figures go into docs/performance.md ("Controller: what was changed, measured") by
+hand.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import ssl
 import statistics
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +41,14 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from certs.authority import new_ca  # noqa: E402
+from certs.files import write_cert_dir  # noqa: E402
+from certs.serving import issue_serving_certificate  # noqa: E402
 from kube import eventloop  # noqa: E402
-from kube.api import KubeApi  # noqa: E402
+from kube.api import KubeApi, WatchEvent  # noqa: E402
 from kube.client import make_api_client  # noqa: E402
 from kube.connection import Connection  # noqa: E402
+from kube.kubeconfig import Endpoint  # noqa: E402
 from kube.resources import NAMESPACES, PODS  # noqa: E402
 from sandbox.testing import start_apiserver  # noqa: E402
 
@@ -102,22 +120,196 @@ async def run(requests: int, concurrency: int, rounds: int) -> dict[str, list[tu
     return results
 
 
+# -- watch events ------------------------------------------------------------------------------------
+
+
+def _served_pod(index: int) -> dict[str, Any]:
+    """A pod as kube-apiserver sends it in a watch event: defaults, status and managedFields."""
+    name = f"bench-{index:05d}-worker-{index % 4}"
+    container = {".": {}, "f:image": {}, "f:env": {}, "f:ports": {}}
+    fields = {"f:metadata": {"f:labels": {".": {}, "f:job-name": {}, "f:replica-type": {}}},
+              "f:spec": {"f:containers": {'k:{"name":"tensorflow"}': container}}}
+    return {
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {
+            "name": name, "namespace": "bench", "uid": f"6f1c2a4e-0000-4000-8000-{index:012d}",
+            "resourceVersion": str(100000 + index), "creationTimestamp": "2026-12-01T22:00:00Z",
+            "labels": {"training.kubeflow.org/job-name": f"bench-{index:05d}",
+                       "training.kubeflow.org/replica-type": "worker",
+                       "training.kubeflow.org/replica-index": str(index % 4)},
+            "annotations": {"scheduling.k8s.io/group-name": f"bench-{index:05d}"},
+            "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+                                 "name": f"bench-{index:05d}", "uid": "0b7e", "controller": True,
+                                 "blockOwnerDeletion": True}],
+            "managedFields": [
+                {"manager": "tfgang-controller", "operation": "Update", "apiVersion": "v1",
+                 "time": "2026-12-01T22:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields},
+                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                 "time": "2026-12-01T22:00:01Z", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:status": {"f:conditions": {}, "f:phase": {}}}},
+            ],
+        },
+        "spec": {
+            "volumes": [{"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}],
+            "containers": [{
+                "name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0",
+                "command": ["python", "train.py"],
+                "env": [{"name": "TF_CONFIG", "value": '{"cluster":{"worker":["a:2222","b:2222"]}}'}],
+                "ports": [{"name": "tfjob-port", "containerPort": 2222, "protocol": "TCP"}],
+                "resources": {}, "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent",
+            }],
+            "restartPolicy": "Never", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default", "serviceAccount": "default", "schedulerName": "volcano",
+            "securityContext": {}, "priority": 0, "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                             "effect": "NoExecute", "tolerationSeconds": 300}],
+        },
+        "status": {"phase": "Pending", "qosClass": "BestEffort",
+                   "conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                                   "lastTransitionTime": "2026-12-01T22:00:01Z"}]},
+    }  # fmt: skip
+
+
+@contextlib.contextmanager
+def _event_server(events: int, rate: float) -> Iterator[tuple[str, bytes]]:
+    """A TLS server on a thread of its own that answers every request with a chunked watch of
+    ``events`` pod events, ``rate`` per second; yields its URL and CA."""
+    lines = [orjson.dumps({"type": "MODIFIED", "object": _served_pod(i)}) + b"\n" for i in range(events)]
+    chunks = [f"{len(line):x}\r\n".encode() + line + b"\r\n" for line in lines]
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ca = new_ca("bench-watch-ca", valid_days=1)
+    serving = issue_serving_certificate(ca, ["localhost"], ip_addresses=["127.0.0.1"], valid_days=1)
+    started = threading.Event()
+    port_box: list[int] = []
+    stop = threading.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(head)
+            gap = 1.0 / rate
+            next_at = time.monotonic()
+            for chunk in chunks:
+                writer.write(chunk)
+                await writer.drain()
+                next_at += gap
+                delay = next_at - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        writer.close()
+
+    def serve() -> None:
+        async def main() -> None:
+            with tempfile.TemporaryDirectory() as scratch:
+                write_cert_dir(scratch, serving)
+                context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+                context.load_cert_chain(f"{scratch}/tls.crt", f"{scratch}/tls.key")
+                server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=context)
+            port_box.append(server.sockets[0].getsockname()[1])
+            started.set()
+            await asyncio.to_thread(stop.wait)
+            server.close()
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=serve, name="watch-server", daemon=True)
+    thread.start()
+    started.wait(30)
+    try:
+        yield f"https://127.0.0.1:{port_box[0]}", ca.cert_pem
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+async def _aiohttp_lines(client: Connection, url: str) -> AsyncIterator[WatchEvent]:
+    # How KubeApi.watch read before: the session's response, readline, orjson, an async generator.
+    timeout = aiohttp.ClientTimeout(sock_connect=30.0, sock_read=60.0)
+    headers = await client.headers("application/json")
+    response = await client.session.get(url, headers=headers, timeout=timeout, **client.request_options)
+    try:
+        while line := await response.content.readline():
+            line = line.strip()
+            if line:
+                decoded = orjson.loads(line)
+                yield WatchEvent(decoded["type"], decoded["object"])
+    finally:
+        response.close()
+
+
+async def _watch_round(path: str, url: str, ca_pem: bytes, events: int) -> float:
+    """Client CPU (us) per event of one whole watch read by ``path``."""
+    api = KubeApi(Connection(Endpoint(url, ca_pem=ca_pem, token="bench")), qps=0)
+    seen = 0
+
+    def take(event: WatchEvent) -> None:
+        nonlocal seen
+        seen += bool(event.object["metadata"]["name"])
+
+    try:
+        cpu = time.thread_time()
+        if path == "aiohttp readline":
+            async for event in _aiohttp_lines(api.client, f"{url}{PODS.path('bench')}?watch=true"):
+                take(event)
+        elif path == "KubeApi.watch":
+            async for event in api.watch(PODS, "bench", resource_version="1", timeout_seconds=60):
+                take(event)
+        else:
+            await api.watch_into(PODS, "bench", resource_version="1", timeout_seconds=60, on_event=take)
+        used = time.thread_time() - cpu
+    finally:
+        await api.close()
+    if seen != events:
+        raise RuntimeError(f"{path} read {seen} of {events} events")
+    return used / events * 1e6
+
+
+WATCH_PATHS = ("aiohttp readline", "KubeApi.watch", "KubeApi.watch_into")
+
+
+async def run_watches(events: int, rate: float, rounds: int) -> dict[str, list[float]]:
+    results: dict[str, list[float]] = {path: [] for path in WATCH_PATHS}
+    with _event_server(events, rate) as (url, ca_pem):
+        for path in WATCH_PATHS:
+            await _watch_round(path, url, ca_pem, events)  # warm-up, not counted
+        for _ in range(rounds):
+            for path in WATCH_PATHS:
+                results[path].append(await _watch_round(path, url, ca_pem, events))
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--events", type=int, default=4000, help="watch events per round (0: none)")
+    parser.add_argument("--event-rate", type=float, default=2000.0, help="watch events per second")
     args = parser.parse_args()
-    results = eventloop.run(run(args.requests, args.concurrency, args.rounds))
-    print(f"{args.requests} pod creates per round, {args.concurrency} at a time, {args.rounds} rounds, "
-          f"the client on {'uvloop' if 'uvloop' in sys.modules else 'asyncio'}; load average "
+    results = eventloop.run(run(args.requests, args.concurrency, args.rounds)) if args.requests else {}
+    watches = eventloop.run(run_watches(args.events, args.event_rate, args.rounds)) if args.events else {}
+    print(f"{args.requests} pod creates per round, {args.concurrency} at a time, {args.rounds} rounds; "
+          f"{args.events} watch events per round at {args.event_rate:g}/s; the client on "
+          f"{'uvloop' if 'uvloop' in sys.modules else 'asyncio'}; load average "
           f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())} at the end\n")
-    print("| request path | client CPU per create, median (rounds) | creates/s, median |")
-    print("|---|---|---|")
-    for label, rounds in results.items():
-        cpu = [f"{c:.0f}" for c, _ in rounds]
-        print(f"| {label} | {statistics.median(c for c, _ in rounds):.0f} us ({', '.join(cpu)}) | "
-              f"{statistics.median(r for _, r in rounds):.0f} |")
+    if results:
+        print("| request path | client CPU per create, median (rounds) | creates/s, median |")
+        print("|---|---|---|")
+        for label, rounds in results.items():
+            cpu = [f"{c:.0f}" for c, _ in rounds]
+            print(f"| {label} | {statistics.median(c for c, _ in rounds):.0f} us ({', '.join(cpu)}) | "
+                  f"{statistics.median(r for _, r in rounds):.0f} |")
+    if watches:
+        print("\n| watch path | client CPU per event, median (rounds) |")
+        print("|---|---|")
+        for label, per_event in watches.items():
+            shown = ", ".join(f"{c:.1f}" for c in per_event)
+            print(f"| {label} | {statistics.median(per_event):.1f} us ({shown}) |")
     return 0
 
 

@@ -1,9 +1,10 @@
 """Generic CRUD and watch over any ``Resource``, with raw dicts in and out.
 
-Unary requests (get, list, create, replace, patch, delete) go through the ``Connection``'s
-``kube.http`` pool, watches and ``stream()`` through its aiohttp session: those are long-lived
-and read as they arrive, one per reflector or log, so aiohttp's per-request cost is not what they
-spend (both with the connection's credentials, proxy and TLS settings). Bodies are encoded and
+Unary requests (get, list, create, replace, patch, delete) and watches go through the
+``Connection``'s ``kube.http`` pool, each watch on a connection of its own whose events are decoded
+as they are read (``watch_into`` hands each to a callback inside the read: no task wakes per
+event); ``stream()`` (logs) goes through its aiohttp session. All with the connection's
+credentials, proxy and TLS settings. Bodies are encoded and
 answers decoded here with orjson, so no body is walked twice; every failure is mapped by
 ``kube.errors``; every request first takes a token from a client-side QPS/burst bucket; patches
 always state their content type.
@@ -35,7 +36,12 @@ Public API:
     label_selector=None, field_selector=None) -> AsyncGenerator[WatchEvent, None]`` -- an async generator:
     close it (``contextlib.aclosing``) when leaving early. It ends when the server ends the stream;
     an ERROR event raises its ``ApiError`` (410 -> ``Gone``); a broken stream raises
-    ``ConnectionFailed``.
+    ``ConnectionFailed``, as does a line over ``MAX_WATCH_LINE``. Reading pauses while the consumer
+    is behind, so a slow one holds a bounded part of the stream.
+  - ``async watch_into(res, namespace=None, *, resource_version, timeout_seconds, on_event,
+    allow_bookmarks=True, label_selector=None, field_selector=None)`` -- the same watch, each event
+    handed to ``on_event(event)`` as it is read; returns when the server ends the stream, raises as
+    ``watch`` does, and what ``on_event`` raises ends the watch and is raised here.
   - ``stream(res, name, namespace=None, *, subresource, query=(), idle_timeout=None) ->
     AsyncGenerator[bytes, None]`` -- the raw body of a streaming subresource such as ``pods/log``.
   - ``async close()``
@@ -49,7 +55,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlencode
 
 import aiohttp
@@ -63,11 +69,12 @@ from kube.errors import (
     from_status,
     from_status_object,
 )
+from kube.http import HttpStream
 from kube.patches import PatchType
 from kube.ratelimit import TokenBucket
 from kube.resources import Resource
 
-__all__ = ["KubeApi", "RequestObserver", "Transform", "WatchEvent"]
+__all__ = ["MAX_WATCH_LINE", "KubeApi", "RequestObserver", "Transform", "WatchEvent"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +85,12 @@ Transform = Callable[[dict[str, Any]], dict[str, Any]]
 WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 _TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 Query = Sequence[tuple[str, str]]
+# One watch event is one line holding one object: etcd keeps objects of up to 1.5 MiB, and JSON's
+# escaping and the event's envelope can make that a few times longer. A longer line is a broken
+# stream, not something to buffer.
+MAX_WATCH_LINE: Final = 16 * 2**20
+# The body of a watch refused with an error status: a Status object, a few hundred bytes.
+_MAX_REFUSAL: Final = 2**20
 
 
 @dataclass(frozen=True)
@@ -393,38 +406,91 @@ class KubeApi:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> AsyncGenerator[WatchEvent, None]:
-        if timeout_seconds <= 0:
-            raise ValueError("a watch needs a positive server-side timeout")
-        query: builtins.list[tuple[str, str]] = [
-            ("watch", _bool(True)),
-            ("resourceVersion", resource_version),
-            ("timeoutSeconds", str(timeout_seconds)),
-            ("allowWatchBookmarks", _bool(allow_bookmarks)),
-        ]
-        if label_selector:
-            query.append(("labelSelector", label_selector))
-        if field_selector:
-            query.append(("fieldSelector", field_selector))
-        # A half-open connection would otherwise block a read forever: the server must end the
-        # stream by timeout_seconds, so a read idle well past that is a dead connection.
-        timeout = aiohttp.ClientTimeout(sock_connect=self._request_timeout, sock_read=timeout_seconds + 30)
-        response = await self._open_stream("watch", res, res.path(namespace), query, timeout)
+        query = _watch_query(
+            resource_version, timeout_seconds, allow_bookmarks, label_selector, field_selector
+        )
+        stream = await self._open_watch(res, namespace, query, timeout_seconds)
+        events: builtins.list[WatchEvent] = []
+        lines = _WatchLines(events.append)
         try:
             while True:
                 try:
-                    line = await response.content.readline()
-                except (*_TRANSPORT_ERRORS, ValueError) as exc:
+                    chunk = await stream.next_chunk()
+                    if chunk:
+                        lines.feed(chunk)
+                    else:
+                        lines.finish()
+                except (*_TRANSPORT_ERRORS, ApiError) as exc:
+                    for event in events:  # what came before the failure, in order
+                        yield event
+                    events.clear()
+                    if isinstance(exc, ApiError):
+                        raise
                     raise from_connection_error(exc) from exc
-                if not line:
-                    return
-                line = line.strip()
-                if not line:
-                    continue
-                event = _parse_watch_line(line)
-                if event is not None:
+                for event in events:
                     yield event
+                events.clear()
+                if not chunk:
+                    return
         finally:
-            response.close()
+            self._client.http.release(stream)
+
+    async def watch_into(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        on_event: Callable[[WatchEvent], None],
+        allow_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> None:
+        query = _watch_query(
+            resource_version, timeout_seconds, allow_bookmarks, label_selector, field_selector
+        )
+        stream = await self._open_watch(res, namespace, query, timeout_seconds)
+        lines = _WatchLines(on_event)
+        try:
+            await stream.deliver(lines.feed)
+            lines.finish()
+        except _TRANSPORT_ERRORS as exc:
+            raise from_connection_error(exc) from exc
+        finally:
+            self._client.http.release(stream)
+
+    async def _open_watch(
+        self, res: Resource, namespace: str | None, query: Query, timeout_seconds: int
+    ) -> HttpStream:
+        await self._limiter.acquire()
+        started = time.monotonic()
+        status = 0
+        client = self._client
+        target = f"{res.path(namespace)}?{urlencode(query)}"
+        try:
+            headers = await client.headers("application/json")
+            # A half-open connection would otherwise wait for ever: the server must end the stream
+            # by timeoutSeconds, so one silent well past that is a dead connection.
+            stream = await client.http.stream(
+                target, headers.items(), self._request_timeout, timeout_seconds + 30.0
+            )
+            status = stream.status
+        except _TRANSPORT_ERRORS as exc:
+            raise from_connection_error(exc) from exc
+        finally:
+            self._observe("watch", res, status, started)
+        if 200 <= status < 300:
+            return stream
+        if status == 401:
+            client.rejected()
+        try:
+            data = await stream.read_all(_MAX_REFUSAL)
+        except _TRANSPORT_ERRORS:
+            data = b""  # the status says what matters; a body cut short only loses its details
+        finally:
+            client.http.release(stream)
+        raise from_status(status, data, reason=stream.reason, headers=stream.headers)
 
     async def stream(
         self,
@@ -455,6 +521,83 @@ class KubeApi:
                 yield chunk
         finally:
             response.close()
+
+
+def _watch_query(
+    resource_version: str,
+    timeout_seconds: int,
+    allow_bookmarks: bool,
+    label_selector: str | None,
+    field_selector: str | None,
+) -> builtins.list[tuple[str, str]]:
+    if timeout_seconds <= 0:
+        raise ValueError("a watch needs a positive server-side timeout")
+    query = [
+        ("watch", _bool(True)),
+        ("resourceVersion", resource_version),
+        ("timeoutSeconds", str(timeout_seconds)),
+        ("allowWatchBookmarks", _bool(allow_bookmarks)),
+    ]
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
+    return query
+
+
+class _WatchLines:
+    """A watch's body, split into its lines as the chunks arrive; each line's event handed on.
+
+    kube-apiserver writes each event as one chunk ending in a newline: that case is decoded as it
+    came, without copying; a line split across chunks is joined once its end arrives."""
+
+    def __init__(self, on_event: Callable[[WatchEvent], None]) -> None:
+        self._on_event = on_event
+        self._parts: builtins.list[bytes] = []
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> None:
+        end = chunk.find(b"\n")
+        if end < 0:
+            self._keep(chunk)
+            return
+        on_event = self._on_event
+        if self._parts:
+            line = b"".join((*self._parts, chunk[:end]))
+            self._parts.clear()
+            self._size = 0
+        elif end == len(chunk) - 1:
+            line = chunk
+        else:
+            line = chunk[:end]
+        while True:
+            event = _parse_watch_line(line) if line.strip() else None
+            if event is not None:
+                on_event(event)
+            start = end + 1
+            if start >= len(chunk):
+                return
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                self._keep(chunk[start:])
+                return
+            line = chunk[start:end]
+
+    def finish(self) -> None:
+        """The stream ended: a last line without its newline still counts."""
+        if self._parts:
+            line = b"".join(self._parts)
+            self._parts.clear()
+            self._size = 0
+            event = _parse_watch_line(line) if line.strip() else None
+            if event is not None:
+                self._on_event(event)
+
+    def _keep(self, part: bytes) -> None:
+        self._size += len(part)
+        if self._size > MAX_WATCH_LINE:
+            raise ConnectionFailed(0, "BadWatchStream", f"a watch line is over {MAX_WATCH_LINE} bytes")
+        self._parts.append(part)
 
 
 def _parse_watch_line(line: bytes) -> WatchEvent | None:

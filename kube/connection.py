@@ -6,10 +6,10 @@ Public API:
 - ``Connection(endpoint)`` -- made inside a running loop; the caller owns it
   (``await close()``).
   - ``host`` -- the server URL, without a trailing slash; ``user_agent`` -- settable.
-  - ``http`` -- the ``kube.http.HttpPool`` for unary requests (same TLS context, server name and
-    proxy as the session).
-  - ``session`` -- the ``aiohttp.ClientSession`` for watches and streams (``trust_env=False``: no
-    ``.netrc`` or proxy lookup per request; the proxy is resolved once, here).
+  - ``http`` -- the ``kube.http.HttpPool`` for unary requests and watches (same TLS context, server
+    name and proxy as the session).
+  - ``session`` -- the ``aiohttp.ClientSession`` for log streams (``trust_env=False``: no ``.netrc``
+    or proxy lookup per request; the proxy is resolved once, here).
   - ``request_options`` -- the keyword arguments every session request needs (proxy, TLS server
     name).
   - ``async headers(accept, content_type=None) -> dict[str, str]`` -- with authorization.
@@ -39,7 +39,7 @@ from kube.kubeconfig import Endpoint
 
 __all__ = ["Connection"]
 
-# A watch event may carry an object of up to 1.5 MiB (etcd's limit), read as one line.
+# The session's read buffer: a followed log's chunks arrive in reads of up to this size.
 READ_BUFFER: Final = 2**21
 
 
@@ -65,7 +65,7 @@ class Connection:
             )
         except ValueError as exc:
             raise ConfigError(f"cannot use the server {self.host!r}: {exc}") from exc
-        # Watches hold one connection each, in a pool of their own.
+        # Log streams hold one connection each, in a pool of their own.
         connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=context)
         self.session = aiohttp.ClientSession(
             connector=connector, trust_env=False, read_bufsize=READ_BUFFER, auto_decompress=True

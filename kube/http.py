@@ -1,5 +1,5 @@
-"""HTTP/1.1 for the unary requests of ``KubeApi``: a small pool of persistent TLS connections to the
-one API server, on an asyncio ``Protocol``.
+"""HTTP/1.1 for the unary requests and the watches of ``KubeApi``: a small pool of persistent TLS
+connections to the one API server, and a connection of its own per watch, on an asyncio ``Protocol``.
 
 Why not aiohttp's client: per request its machinery (request and payload objects, timers, stream
 readers, the response object) cost the controller more than the planner did; the profiles are in
@@ -20,7 +20,13 @@ JSON body with a Content-Length or chunked -- so this does exactly that:
   have closed the idle connection while the request was on its way. A POST or PATCH may already
   have been acted on: its failure surfaces, and the caller's retry decides;
 - through a proxy, each connection is a CONNECT tunnel; to an ``https://`` proxy the tunnel is
-  TLS itself (checked against the system's trust store), the server's TLS inside it.
+  TLS itself (checked against the system's trust store), the server's TLS inside it;
+- a streamed answer (a watch) has a connection of its own, outside the pool's limit, closed when
+  the stream is released. Its body is either handed to a sink inside the read itself -- a watch's
+  events are decoded and applied without a task waking per event, the cost aiohttp's stream reader
+  and an async generator added to every event -- or pulled chunk by chunk, reading paused while
+  ``HttpStream.PAUSE_CHUNKS`` chunks wait, so a slow reader holds a bounded part of the stream. A
+  stream silent for its idle timeout (not counting time paused) fails.
 
 Failures are ``OSError``s (``ConnectionError`` subclasses below, ``TimeoutError``, ``ssl.SSLError``);
 ``kube.errors.from_connection_error`` makes them ``ConnectionFailed``.
@@ -33,8 +39,14 @@ Public API:
   (``https://host:port``, a path prefix allowed); made inside a running loop.
   - ``async request(method, target, headers, body, time_limit) -> HttpResponse`` -- ``target`` is the
     path and query after the server's own path prefix.
+  - ``async stream(target, headers, time_limit, idle_timeout) -> HttpStream`` -- a GET whose head
+    arrived within ``time_limit``; ``release(stream)`` when done.
   - ``opened -> int`` -- connections opened so far (the tests count reuse with it).
-  - ``close()`` -- closes every connection; requests in flight fail.
+  - ``close()`` -- closes every connection and stream; requests in flight fail.
+- ``HttpStream`` -- ``status``, ``reason``, ``headers``; ``async deliver(sink)`` (each chunk to
+  ``sink(chunk)`` as it arrives, until the body ends; what ``sink`` raises ends the stream and is
+  raised), ``async next_chunk() -> bytes`` (``b""`` at the end), ``async read_all(limit)``,
+  ``close()``. A broken stream raises ``AnswerBroken``, a silent one ``TimeoutError``.
 - ``ProxyRefused``, ``AnswerBroken``, ``AnswerTooLarge`` -- the failures this module adds.
 """
 
@@ -42,10 +54,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import ssl
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Final, NoReturn, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
 import httptools
@@ -117,90 +130,41 @@ class _Unanswered(Exception):
         self.cause = cause
 
 
-class _Connection(asyncio.Protocol):
-    """One connection to the server, one exchange at a time; the parser's callbacks fill the answer."""
+class _Answering(asyncio.Protocol):
+    """One connection to the server and the answer arriving on it: the parts both kinds share --
+    the head (bounded by ``MAX_HEAD``, identity encoding only), the transport, failing and aborting.
+    The parser's callbacks fill the head; a subclass decides what becomes of the body."""
 
     def __init__(self, max_body: int) -> None:
         self._max_body = max_body
         self._parser = httptools.HttpResponseParser(self)
         self.transport: asyncio.Transport | None = None
         self.lost = False
-        self.idle_since = 0.0
-        self._waiter: asyncio.Future[HttpResponse] | None = None
         self._received = 0
         self._head_done = False
         self._reason = b""
         self._headers: dict[str, str] = {}
-        self._chunks: list[bytes] = []
         self._size = 0
         self._failure: BaseException | None = None
-        self._keep_alive = False
         self._head_size = 0
 
-    # -- the exchange ------------------------------------------------------------------------------
-
-    async def exchange(self, data: bytes, deadline: float) -> HttpResponse:
-        """Send one request and wait for its whole answer until ``deadline`` (loop time); raises
-        ``_Unanswered`` when the failure came before any byte of the answer, ``TimeoutError`` past
-        the deadline. The caller closes the connection on any failure."""
-        transport = self.transport
-        if transport is None or self.lost:
-            raise _Unanswered(AnswerBroken("the connection was closed before the request was sent"))
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[HttpResponse] = loop.create_future()
-        self._waiter = waiter
+    def _reset_head(self) -> None:
         self._received = 0
         self._head_done = False
         self._reason = b""
         self._headers = {}
-        self._chunks = []
         self._size = 0
-        self._keep_alive = False
         self._head_size = 0
-        # A timer of the loop's own rather than asyncio.timeout(), whose bookkeeping in Python was
-        # 3 % of the controller's samples in a burst.
-        timer = loop.call_at(deadline, self._expire, waiter)
-        transport.write(data)
-        try:
-            return await waiter
-        except ConnectionError as exc:
-            if self._received == 0:
-                raise _Unanswered(exc) from exc
-            raise
-        finally:
-            timer.cancel()
-            self._waiter = None
-
-    def _expire(self, waiter: asyncio.Future[HttpResponse]) -> None:
-        if not waiter.done():
-            waiter.set_exception(TimeoutError())
 
     def _fail(self, exc: BaseException) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(exc)
-        self.abort()
+        raise NotImplementedError
 
     def abort(self) -> None:
         self.lost = True
         if self.transport is not None:
             self.transport.abort()
 
-    @property
-    def reusable(self) -> bool:
-        return not self.lost and self._keep_alive
-
-    # -- asyncio callbacks -------------------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's TLS transport has a Transport's methods without deriving from it.
-        self.transport = cast(asyncio.Transport, transport)
-
-    def data_received(self, data: bytes) -> None:
-        if self._waiter is None or self._waiter.done():
-            # Bytes for no request: the server and this side no longer agree where answers begin.
-            self.abort()
-            return
+    def _feed(self, data: bytes) -> None:
         self._received += len(data)
         try:
             self._parser.feed_data(data)
@@ -210,27 +174,23 @@ class _Connection(asyncio.Protocol):
         if not self._head_done and self._received > MAX_HEAD:
             self._fail(AnswerTooLarge(f"the answer's head is over {MAX_HEAD} bytes"))
 
-    def eof_received(self) -> bool | None:
-        return False  # close the transport: connection_lost follows
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self.lost = True
-        waiter = self._waiter
-        if waiter is None or waiter.done():
-            return
-        if exc is None and self._head_done and self._delimited_by_close():
-            self.on_message_complete()
-            return
+    def _broken_text(self) -> str:
         if self._received == 0:
-            text = "the server closed the connection without answering"
-        else:
-            text = f"the server closed the connection after {self._received} bytes of its answer"
-        failure = AnswerBroken(f"{text}: {exc}" if exc is not None else text)
-        waiter.set_exception(failure)
+            return "the server closed the connection without answering"
+        return f"the server closed the connection after {self._received} bytes of its answer"
 
     def _delimited_by_close(self) -> bool:
         headers = self._headers
         return "content-length" not in headers and "transfer-encoding" not in headers
+
+    # -- asyncio callbacks -------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's TLS transport has a Transport's methods without deriving from it.
+        self.transport = cast(asyncio.Transport, transport)
+
+    def eof_received(self) -> bool | None:
+        return False  # close the transport: connection_lost follows
 
     # -- httptools callbacks -----------------------------------------------------------------------
 
@@ -265,11 +225,91 @@ class _Connection(asyncio.Protocol):
         if declared is not None and declared.isdigit() and int(declared) > self._max_body:
             self._stop(AnswerTooLarge(f"the answer's body of {declared} bytes is over {self._max_body}"))
 
+    def _stop(self, exc: BaseException) -> NoReturn:
+        # Raised inside a parser callback it would reach data_received as the parser's own error.
+        self._failure = exc
+        raise exc
+
+
+class _Connection(_Answering):
+    """A connection for unary requests, one exchange at a time; the body is kept whole."""
+
+    def __init__(self, max_body: int) -> None:
+        super().__init__(max_body)
+        self.idle_since = 0.0
+        self._waiter: asyncio.Future[HttpResponse] | None = None
+        self._chunks: list[bytes] = []
+        self._keep_alive = False
+
+    # -- the exchange ------------------------------------------------------------------------------
+
+    async def exchange(self, data: bytes, deadline: float) -> HttpResponse:
+        """Send one request and wait for its whole answer until ``deadline`` (loop time); raises
+        ``_Unanswered`` when the failure came before any byte of the answer, ``TimeoutError`` past
+        the deadline. The caller closes the connection on any failure."""
+        transport = self.transport
+        if transport is None or self.lost:
+            raise _Unanswered(AnswerBroken("the connection was closed before the request was sent"))
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[HttpResponse] = loop.create_future()
+        self._waiter = waiter
+        self._reset_head()
+        self._chunks = []
+        self._keep_alive = False
+        # A timer of the loop's own rather than asyncio.timeout(), whose bookkeeping in Python was
+        # 3 % of the controller's samples in a burst.
+        timer = loop.call_at(deadline, self._expire, waiter)
+        transport.write(data)
+        try:
+            return await waiter
+        except ConnectionError as exc:
+            if self._received == 0:
+                raise _Unanswered(exc) from exc
+            raise
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def _expire(self, waiter: asyncio.Future[HttpResponse]) -> None:
+        if not waiter.done():
+            waiter.set_exception(TimeoutError())
+
+    def _fail(self, exc: BaseException) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+        self.abort()
+
+    @property
+    def reusable(self) -> bool:
+        return not self.lost and self._keep_alive
+
+    # -- asyncio callbacks -------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None or self._waiter.done():
+            # Bytes for no request: the server and this side no longer agree where answers begin.
+            self.abort()
+            return
+        self._feed(data)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.lost = True
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return
+        if exc is None and self._head_done and self._delimited_by_close():
+            self.on_message_complete()
+            return
+        text = self._broken_text()
+        waiter.set_exception(AnswerBroken(f"{text}: {exc}" if exc is not None else text))
+
+    # -- httptools callbacks -----------------------------------------------------------------------
+
     def on_body(self, body: bytes) -> None:
         self._size += len(body)
         if self._size > self._max_body:
             self._stop(AnswerTooLarge(f"the answer's body is over {self._max_body} bytes"))
-            return
         self._chunks.append(body)
 
     def on_message_complete(self) -> None:
@@ -285,10 +325,194 @@ class _Connection(asyncio.Protocol):
         waiter.set_result(HttpResponse(status, self._reason.decode("latin-1"), headers, body))
         self._waiter = None  # whatever the parser meets after this answer is no request's
 
-    def _stop(self, exc: BaseException) -> None:
-        # Raised inside a parser callback it would reach data_received as the parser's own error.
-        self._failure = exc
-        raise exc
+
+BodySink = Callable[[bytes], None]
+
+
+class HttpStream(_Answering):
+    """A streamed answer on a connection of its own: the head first (``status``, ``reason``,
+    ``headers``), then the body as it arrives, either handed to a sink inside the read itself
+    (``deliver``: no task wakes per chunk) or pulled chunk by chunk (``next_chunk``), reading paused
+    while ``PAUSE_CHUNKS`` wait unread. A stream silent for ``idle_timeout`` seconds fails with
+    ``TimeoutError``. ``close()`` when done: the connection is never reused."""
+
+    PAUSE_CHUNKS: Final = 64
+
+    def __init__(self, max_body: int) -> None:
+        super().__init__(max_body)
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._head: asyncio.Future[None] = loop.create_future()
+        self._wake: asyncio.Future[None] | None = None
+        self._unread: collections.deque[bytes] = collections.deque()
+        self._sink: BodySink | None = None
+        self._ended = False
+        self._paused = False
+        self._idle_timeout: float | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_data = 0.0
+        self.status = 0
+        self.reason = ""
+        self.headers: Mapping[str, str] = _Headers()
+
+    # -- the request and its head ------------------------------------------------------------------
+
+    async def begin(self, data: bytes, idle_timeout: float | None) -> None:
+        """Send the request and wait for the answer's head; the caller bounds the wait."""
+        if self.transport is None or self.lost:
+            raise AnswerBroken("the connection was closed before the request was sent")
+        self._idle_timeout = idle_timeout
+        self.transport.write(data)
+        await self._head
+        self._last_data = self._loop.time()
+        if idle_timeout is not None:
+            self._idle_timer = self._loop.call_at(self._last_data + idle_timeout, self._check_idle)
+
+    def _check_idle(self) -> None:
+        # One timer per period, not one moved on every chunk: when it fires it either ends the
+        # stream or waits for the period of the last chunk.
+        assert self._idle_timeout is not None
+        if self._ended:
+            return
+        due = self._last_data + self._idle_timeout
+        if self._loop.time() >= due and not self._paused:
+            self._fail(TimeoutError(f"the stream was silent for {self._idle_timeout:g}s"))
+        else:
+            self._idle_timer = self._loop.call_at(max(due, self._loop.time() + 0.1), self._check_idle)
+
+    # -- the body ----------------------------------------------------------------------------------
+
+    async def deliver(self, sink: BodySink) -> None:
+        """Hand every chunk of the body to ``sink`` as it arrives, until the body ends; an exception
+        from ``sink`` ends the stream and is raised here, as is a broken or silent stream."""
+        unread = self._unread
+        while unread:
+            chunk = unread.popleft()
+            sink(chunk)
+        self._sink = sink
+        self._resume()
+        while not self._ended:
+            await self._sleep()
+        if self._failure is not None:
+            raise self._failure
+
+    async def next_chunk(self) -> bytes:
+        """The next chunk of the body; ``b""`` once it ended. A failure is raised once what came
+        before it was read."""
+        unread = self._unread
+        while not unread and not self._ended:
+            await self._sleep()
+        if unread:
+            chunk = unread.popleft()
+            if len(unread) < self.PAUSE_CHUNKS // 2:
+                self._resume()
+            return chunk
+        if self._failure is not None:
+            raise self._failure
+        return b""
+
+    async def read_all(self, limit: int) -> bytes:
+        """The rest of the body (an error's Status, say), at most ``limit`` bytes of it."""
+        parts: list[bytes] = []
+        size = 0
+        while chunk := await self.next_chunk():
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(f"the answer's body is over {limit} bytes")
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        self._end(None)
+        self.abort()
+
+    async def _sleep(self) -> None:
+        wake = self._loop.create_future()
+        self._wake = wake
+        try:
+            await wake
+        finally:
+            self._wake = None
+
+    def _wake_reader(self) -> None:
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+
+    def _resume(self) -> None:
+        if self._paused and not self.lost and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+
+    def _end(self, failure: BaseException | None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if failure is not None and self._failure is None:
+            self._failure = failure
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        head = self._head
+        if not head.done():
+            if self._failure is not None:
+                head.set_exception(self._failure)
+            else:
+                head.set_exception(AnswerBroken(self._broken_text()))
+        self._wake_reader()
+
+    def _fail(self, exc: BaseException) -> None:
+        self._end(exc)
+        self.abort()
+
+    # -- asyncio callbacks -------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if self._ended:
+            self.abort()
+            return
+        self._last_data = self._loop.time()
+        self._feed(data)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.lost = True
+        if self._ended:
+            return
+        if exc is None and self._head_done and self._delimited_by_close():
+            self._end(None)
+            return
+        text = self._broken_text()
+        self._end(AnswerBroken(f"{text}: {exc}" if exc is not None else text))
+
+    # -- httptools callbacks -----------------------------------------------------------------------
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        self.status = self._parser.get_status_code()
+        self.reason = self._reason.decode("latin-1")
+        self.headers = _Headers(self._headers)
+        if not self._head.done():
+            self._head.set_result(None)
+
+    def on_body(self, body: bytes) -> None:
+        sink = self._sink
+        if sink is not None:
+            try:
+                sink(body)
+            except BaseException as exc:
+                self._stop(exc)
+            return
+        unread = self._unread
+        unread.append(body)
+        if len(unread) >= self.PAUSE_CHUNKS and not self._paused and self.transport is not None:
+            self._paused = True  # a reader that falls behind holds at most this many chunks
+            self.transport.pause_reading()
+        self._wake_reader()
+
+    def on_message_complete(self) -> None:
+        self._end(None)
+
+
+_A = TypeVar("_A", bound=_Answering)
 
 
 class _Tunnel(asyncio.Protocol):
@@ -345,6 +569,7 @@ class HttpPool:
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: list[_Connection] = []
         self._busy: set[_Connection] = set()
+        self._streams: set[HttpStream] = set()
         self._loop = asyncio.get_running_loop()
         self._closed = False
         self.opened = 0
@@ -353,14 +578,9 @@ class HttpPool:
         host = f"[{self._host}]" if ":" in self._host else self._host
         return f"{host}:{self._port}"
 
-    async def request(
-        self,
-        method: str,
-        target: str,
-        headers: Iterable[tuple[str, str]],
-        body: bytes | None,
-        time_limit: float,
-    ) -> HttpResponse:
+    def _request_bytes(
+        self, method: str, target: str, headers: Iterable[tuple[str, str]], body: bytes | None
+    ) -> bytes:
         lines = [f"{method} {self._prefix}{target} HTTP/1.1\r\n", self._host_line]
         lines += [f"{name}: {value}\r\n" for name, value in headers]
         if body is not None or method in ("POST", "PUT", "PATCH"):
@@ -373,6 +593,17 @@ class HttpPool:
         data = text.encode("latin-1")
         if body:
             data += body
+        return data
+
+    async def request(
+        self,
+        method: str,
+        target: str,
+        headers: Iterable[tuple[str, str]],
+        body: bytes | None,
+        time_limit: float,
+    ) -> HttpResponse:
+        data = self._request_bytes(method, target, headers, body)
         deadline = self._loop.time() + time_limit
         slots = self._slots
         try:
@@ -388,6 +619,37 @@ class HttpPool:
         except TimeoutError:
             raise TimeoutError(f"no answer from the server within {time_limit:g}s") from None
 
+    async def stream(
+        self,
+        target: str,
+        headers: Iterable[tuple[str, str]],
+        time_limit: float,
+        idle_timeout: float | None,
+    ) -> HttpStream:
+        """A GET whose answer is read as it arrives (a watch), on a fresh connection of its own that
+        takes no slot of the unary requests': opened and the head received within ``time_limit``.
+        The caller closes the stream."""
+        data = self._request_bytes("GET", target, headers, None)
+        stream: HttpStream | None = None
+        try:
+            async with asyncio.timeout(time_limit):
+                stream = await self._open(HttpStream)
+                self._streams.add(stream)
+                await stream.begin(data, idle_timeout)
+        except BaseException as exc:
+            if stream is not None:
+                self._streams.discard(stream)
+                stream.close()
+            if isinstance(exc, TimeoutError):
+                raise TimeoutError(f"no answer from the server within {time_limit:g}s") from None
+            raise
+        return stream
+
+    def release(self, stream: HttpStream) -> None:
+        """Close a stream and forget it."""
+        self._streams.discard(stream)
+        stream.close()
+
     async def _send(self, method: str, data: bytes, deadline: float) -> HttpResponse:
         connection = self._take()
         if connection is not None:
@@ -397,7 +659,7 @@ class HttpPool:
                 if method not in IDEMPOTENT:
                     raise unanswered.cause from None
         async with asyncio.timeout_at(deadline):
-            connection = await self._open()
+            connection = await self._open(_Connection)
         try:
             return await self._exchange(connection, data, deadline)
         except _Unanswered as unanswered:
@@ -429,25 +691,25 @@ class HttpPool:
             connection.abort()
         return None
 
-    async def _open(self) -> _Connection:
+    async def _open(self, kind: type[_A]) -> _A:
         if self._closed:
             raise AnswerBroken("the client is closed")
         max_body = self._max_body
         loop = self._loop
         if self._proxy is None:
             _, connection = await loop.create_connection(
-                lambda: _Connection(max_body), self._host, self._port, ssl=self._ssl,
+                lambda: kind(max_body), self._host, self._port, ssl=self._ssl,
                 server_hostname=self._server_hostname if self._ssl is not None else None,
             )
         else:
-            connection = await self._open_tunnel()
+            connection = await self._open_tunnel(kind)
         self.opened += 1
         if self._closed:
             connection.abort()
             raise AnswerBroken("the client is closed")
         return connection
 
-    async def _open_tunnel(self) -> _Connection:
+    async def _open_tunnel(self, kind: type[_A]) -> _A:
         assert self._proxy is not None
         host, port, authorization, secure = self._proxy
         if secure:
@@ -469,7 +731,7 @@ class HttpPool:
             if len(parts) < 2 or parts[1] != "200":
                 refusal = f"the proxy refused the tunnel to {self._authority()}: {status_line[:200]}"
                 raise ProxyRefused(refusal)
-            connection = _Connection(self._max_body)
+            connection = kind(self._max_body)
             if self._ssl is None:
                 transport.set_protocol(connection)
                 connection.connection_made(transport)
@@ -490,6 +752,9 @@ class HttpPool:
         for connection in (*self._idle, *self._busy):
             connection.abort()
         self._idle.clear()
+        for stream in self._streams:
+            stream.close()
+        self._streams.clear()
 
 
 def _proxy_address(proxy: str, authorization: str | None) -> tuple[str, int, str | None, bool]:

@@ -35,7 +35,6 @@ Public API:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Callable, Sequence
@@ -233,41 +232,45 @@ class Reflector:
         loop = asyncio.get_running_loop()
         started = loop.time()
         received = 0
-        stream = self._api.watch(
-            self._res, self._namespace, resource_version=self._resource_version,
-            timeout_seconds=self._watch_timeout, allow_bookmarks=True,
-            label_selector=self._label_selector, field_selector=self._field_selector,
-        )
         stall = self._stall_timeout
         last_event = started
         check: asyncio.TimerHandle | None = None
-        async with contextlib.aclosing(stream):
-            try:
-                async with asyncio.timeout(None) as deadline:
-                    # One timer per stall period, not a rescheduled deadline per event (moving
-                    # asyncio's deadline on every event was 1 % of a burst's samples): when it
-                    # fires it either expires the deadline or waits for the last event's period.
-                    def check_stalled() -> None:
-                        nonlocal check
-                        now = loop.time()
-                        if now - last_event >= stall:
-                            deadline.reschedule(now)
-                        else:
-                            check = loop.call_at(last_event + stall, check_stalled)
 
-                    check = loop.call_at(started + stall, check_stalled)
-                    async for event in stream:
-                        last_event = loop.time()
-                        self._last_error = None
-                        received += 1
-                        self._apply(event)
-            except TimeoutError:
-                if deadline.expired():
-                    raise _WatchStalled() from None
-                raise
-            finally:
-                if check is not None:
-                    check.cancel()
+        def on_event(event: WatchEvent) -> None:
+            # Called inside the stream's read, for every event the read brought: the reflector's
+            # task is not woken per event.
+            nonlocal last_event, received
+            last_event = loop.time()
+            self._last_error = None
+            received += 1
+            self._apply(event)
+
+        try:
+            async with asyncio.timeout(None) as deadline:
+                # One timer per stall period, not a rescheduled deadline per event (moving
+                # asyncio's deadline on every event was 1 % of a burst's samples): when it
+                # fires it either expires the deadline or waits for the last event's period.
+                def check_stalled() -> None:
+                    nonlocal check
+                    now = loop.time()
+                    if now - last_event >= stall:
+                        deadline.reschedule(now)
+                    else:
+                        check = loop.call_at(last_event + stall, check_stalled)
+
+                check = loop.call_at(started + stall, check_stalled)
+                await self._api.watch_into(
+                    self._res, self._namespace, resource_version=self._resource_version,
+                    timeout_seconds=self._watch_timeout, on_event=on_event, allow_bookmarks=True,
+                    label_selector=self._label_selector, field_selector=self._field_selector,
+                )
+        except TimeoutError:
+            if deadline.expired():
+                raise _WatchStalled() from None
+            raise
+        finally:
+            if check is not None:
+                check.cancel()
         return received > 0 or loop.time() - started >= _HEALTHY_WATCH_SECONDS
 
     def _apply(self, event: WatchEvent) -> None:

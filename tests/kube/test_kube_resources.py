@@ -39,6 +39,14 @@ def test_bad_paths_are_refused_with_a_clear_error() -> None:
         PODS.path("ns", "a/b")
     with pytest.raises(ValueError, match="invalid namespace"):
         PODS.path("..")
+    with pytest.raises(ValueError, match="invalid name"):
+        PODS.path("ns", "..")
+
+
+def test_segments_outside_rfc_1123_are_percent_encoded_and_names_are_kept_as_they_are() -> None:
+    assert PODS.path("ns", "a b?c#d%e") == "/api/v1/namespaces/ns/pods/a%20b%3Fc%23d%25e"
+    assert PODS.path("ns", "ünï") == "/api/v1/namespaces/ns/pods/%C3%BCn%C3%AF"
+    assert PODS.path("team-a.b", "Job_1~x") == "/api/v1/namespaces/team-a.b/pods/Job_1~x"
 
 
 def test_custom_resource_and_str() -> None:
