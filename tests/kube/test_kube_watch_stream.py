@@ -18,7 +18,15 @@ from kube.api import KubeApi, WatchEvent
 from kube.errors import ConnectionFailed, Forbidden, Gone, Unauthorized
 from kube.http import HttpPool, HttpStream
 from kube.resources import CONFIGMAPS
-from tests.kube.test_kube_http import WITHIN, Request, _answer_bytes, _namespaces, api_for, serving
+from tests.kube.test_kube_http import (
+    WITHIN,
+    Request,
+    _answer_bytes,
+    _namespaces,
+    api_for,
+    serving,
+    tunnelling_proxy,
+)
 
 STREAM_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
 
@@ -100,6 +108,24 @@ async def test_the_watch_generator_gives_the_same_events_and_a_last_line_without
         stream = api.watch(CONFIGMAPS, "ns", resource_version="1", timeout_seconds=5)
         events = [event async for event in stream]
     assert _names(events) == [("ADDED", "a"), ("ADDED", "b")]
+
+
+async def test_a_watch_goes_through_the_proxy_tunnel_as_the_other_requests_do(tmp_path: Path) -> None:
+    async def answer(request: Request, writer: asyncio.StreamWriter) -> bool:
+        await _send_chunks(writer, [_event("ADDED", "a", 2)])
+        return True
+
+    heads: list[bytes] = []
+    received: list[WatchEvent] = []
+    async with (
+        serving(tmp_path, answer) as server,
+        tunnelling_proxy(heads) as proxy_port,
+        api_for(server, proxy_url=f"http://ann:pw@127.0.0.1:{proxy_port}") as api,
+    ):
+        await _watch_into(api, received.append)
+    assert _names(received) == [("ADDED", "a")]
+    assert len(heads) == 1 and heads[0].startswith(f"CONNECT 127.0.0.1:{server.port} HTTP/1.1\r\n".encode())
+    assert b"Proxy-Authorization: Basic YW5uOnB3" in heads[0]  # ann:pw
 
 
 async def test_error_events_and_refused_watches_raise_their_errors(tmp_path: Path) -> None:
