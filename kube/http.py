@@ -423,6 +423,8 @@ class HttpStream(_Answering):
         return b"".join(parts)
 
     def close(self) -> None:
+        if not self._head.done():
+            self._head.cancel()  # nobody waits for it any more
         self._end(None)
         self.abort()
 
@@ -442,6 +444,7 @@ class HttpStream(_Answering):
     def _resume(self) -> None:
         if self._paused and not self.lost and self.transport is not None:
             self._paused = False
+            self._last_data = self._loop.time()  # the time paused was the reader's, not silence
             self.transport.resume_reading()
 
     def _end(self, failure: BaseException | None) -> None:

@@ -242,6 +242,29 @@ async def test_a_silent_stream_times_out_and_a_slow_reader_holds_a_bounded_part_
             pool.close()
 
 
+async def test_time_paused_behind_a_slow_reader_does_not_count_as_silence(tmp_path: Path) -> None:
+    async def answer(request: Request, writer: asyncio.StreamWriter) -> bool:
+        writer.write(STREAM_HEAD + b"".join(_chunk(b"z\n") for _ in range(HttpStream.PAUSE_CHUNKS)))
+        await asyncio.sleep(WITHIN)  # then silent
+        return False
+
+    async with serving(tmp_path, answer) as server:
+        pool = HttpPool(server.url, _client_context(server))
+        try:
+            stream = await pool.stream("/", [], WITHIN, idle_timeout=0.3)
+            await asyncio.sleep(1.0)  # the reader away three idle periods, the stream paused
+            for _ in range(HttpStream.PAUSE_CHUNKS):
+                assert await stream.next_chunk() == b"z\n"
+            resumed = asyncio.get_running_loop().time()
+            with pytest.raises(TimeoutError):
+                await stream.next_chunk()
+            # A whole idle period of silence after reading resumed, not what was left of one.
+            assert asyncio.get_running_loop().time() - resumed >= 0.29
+            pool.release(stream)
+        finally:
+            pool.close()
+
+
 def _unread_bytes(stream: HttpStream) -> int:
     return sum(len(chunk) for chunk in stream._unread)
 
