@@ -3,7 +3,11 @@
 Most integration tests play Volcano by writing PodGroup phases themselves; the tests of what the
 TFJob says about a waiting gang need Volcano's own words, so they run the real scheduler
 (``sandbox.scheduler``) in-process against the session's API server, on nodes registered here
-(no kubelet: bound pods stay Pending, which is all these tests need).
+(no kubelet: bound pods stay Pending, which is all these tests need). The nodes' Ready condition is
+kept fresh as a kubelet's heartbeat would: on kube-apiserver, kube-controller-manager's node
+lifecycle controller marks a node that stops reporting Ready=Unknown and taints it unreachable
+after 40 s, and a test slowed down by a busy machine would then wait for a binding that can no
+longer happen.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from kube.api import KubeApi
@@ -19,10 +24,13 @@ from kube.errors import NotFound
 from kube.events import EventRecorder
 from kube.patches import PatchType
 from kube.resources import NODES
+from kubeobjects.times import format_time
 from sandbox.scheduler.runner import Scheduler, SchedulerOptions
 
 # Big enough that what earlier tests left behind in their namespaces never crowds these tests out.
 ROOMY = {"cpu": "1000", "memory": "4000Gi", "pods": "1000"}
+# A kubelet's default status update period; kube-controller-manager's grace period is 40 s.
+HEARTBEAT_SECONDS = 10.0
 
 
 def node(
@@ -44,18 +52,15 @@ async def gang_scheduler(kubeconfig: str, nodes: Sequence[dict[str, Any]]) -> As
     names = [str(n["metadata"]["name"]) for n in nodes]
     for body in nodes:
         await api.create(NODES, dict(body))
-        status = {
-            "capacity": ROOMY,
-            "allocatable": ROOMY,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-        }
-        await api.patch(
-            NODES,
-            str(body["metadata"]["name"]),
-            {"status": status},
-            patch_type=PatchType.MERGE,
-            subresource="status",
-        )
+    await _report_ready(api, names)
+
+    async def heartbeats() -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            with contextlib.suppress(Exception):  # a missed beat is made up by the next one
+                await _report_ready(api, names)
+
+    beating = asyncio.create_task(heartbeats())
     scheduler = Scheduler(
         api, recorder, SchedulerOptions(period=0.5, min_interval=0.1, volcano_sync_grace=0.5)
     )
@@ -64,9 +69,19 @@ async def gang_scheduler(kubeconfig: str, nodes: Sequence[dict[str, Any]]) -> As
         yield api
     finally:
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        beating.cancel()
+        await asyncio.gather(task, beating, return_exceptions=True)
         await recorder.close(drain_seconds=1)
         for name in names:
             with contextlib.suppress(NotFound):
                 await api.delete(NODES, name)
         await api.close()
+
+
+async def _report_ready(api: KubeApi, names: Sequence[str]) -> None:
+    now = format_time(datetime.now(UTC))
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady",
+             "lastHeartbeatTime": now, "lastTransitionTime": now}  # fmt: skip
+    status = {"capacity": ROOMY, "allocatable": ROOMY, "conditions": [ready]}
+    for name in names:
+        await api.patch(NODES, name, {"status": status}, patch_type=PatchType.MERGE, subresource="status")
