@@ -506,8 +506,8 @@ async def run(
                 profiling = contextlib.ExitStack()
                 if profile is not None:
                     profiling.enter_context(py_spy(process.pid, Path(profile)))
-                controller_before, server_before = _cpu_seconds(process.pid), server_cpu()
-                system_before = _user_system_seconds(process.pid)[1]
+                user_before, system_before = _user_system_seconds(process.pid)
+                server_before = server_cpu()
                 started = time.monotonic()
                 profiled = _apiserver_pprof(apiserver, pprof_dir and pprof_dir / "controller.pprof")
                 semaphore = asyncio.Semaphore(32)
@@ -533,8 +533,9 @@ async def run(
                 controller_cpu = _cpu_seconds(process.pid)
                 own_cpu = time.process_time()
                 await asyncio.sleep(2.0)  # let the status writes of the last jobs land
-                burst_controller_cpu = _cpu_seconds(process.pid) - controller_before
-                burst_controller_system = _user_system_seconds(process.pid)[1] - system_before
+                user_after, system_after = _user_system_seconds(process.pid)
+                burst_controller_cpu = user_after + system_after - user_before - system_before
+                burst_controller_system = system_after - system_before
                 burst_server_cpu = server_cpu() - server_before
                 burst_memory = _memory_kib(process.pid)
                 burst_passes = _metric_sum(

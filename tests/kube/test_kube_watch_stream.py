@@ -6,6 +6,7 @@ part of the stream, silent and cut-off streams, over-long lines; on asyncio and 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from kube.resources import CONFIGMAPS
 from tests.kube.test_kube_http import (
     WITHIN,
     Request,
+    Server,
     _answer_bytes,
     _namespaces,
     api_for,
@@ -269,11 +271,8 @@ def _unread_bytes(stream: HttpStream) -> int:
     return sum(len(chunk) for chunk in stream._unread)
 
 
-def _client_context(server: object) -> object:
-    import ssl
-
-    context = ssl.create_default_context(cadata=server.ca.cert_pem.decode())  # type: ignore[attr-defined]
-    return context
+def _client_context(server: Server) -> ssl.SSLContext:
+    return ssl.create_default_context(cadata=server.ca.cert_pem.decode())
 
 
 def test_the_same_watches_work_on_uvloop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
