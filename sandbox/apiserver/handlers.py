@@ -11,7 +11,7 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from sandbox.apiserver import discovery, errors, operations, protobuf, rbac, selectors, tables
+from sandbox.apiserver import discovery, errors, operations, protobuf, rbac, representation, selectors, tables
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.gc import Deleter, parse_delete_options
 from sandbox.apiserver.jsonobj import JsonObj
@@ -25,7 +25,6 @@ from sandbox.apiserver.watching import DEFAULT_WATCH_TIMEOUT, WatchRequest, Watc
 logger = logging.getLogger(__name__)
 
 
-TABLE_MARKER = "as=table"
 USER_KEY = web.RequestKey("sandbox-user", UserInfo)
 # Set once a long-running call (a watch) is in the request log, so it appears while it runs.
 LOGGED_KEY = web.RequestKey("sandbox-logged", bool)
@@ -117,8 +116,8 @@ def error_response(error: errors.ApiError, warnings: list[str] | None = None) ->
     return response
 
 
-def wants_table(request: web.Request) -> bool:
-    return TABLE_MARKER in request.headers.get("Accept", "").replace(" ", "").lower()
+def wanted(request: web.Request) -> representation.Wanted:
+    return representation.negotiate(request.headers.get("Accept", ""))
 
 
 def _bool_query(value: str | None) -> bool:
@@ -187,6 +186,8 @@ class RestHandler:
         ctx = self._context(request)
         method = request.method
         self._authorize(request, info, path)
+        # Negotiated before anything is written: a form the server does not know refuses the request.
+        form = wanted(request)
         if path.subresource == "log":
             if method != "GET":
                 raise errors.method_not_allowed()
@@ -199,18 +200,18 @@ class RestHandler:
         if method == "GET":
             watch = path.legacy_watch or _bool_query(request.query.get("watch"))
             if watch:
-                return await self._watch(request, info, path)
+                return await self._watch(request, form, info, path)
             if path.name:
                 return self._respond_object(
-                    request, info, operations.get(self.state, info, namespace, path.name)
+                    request, form, info, operations.get(self.state, info, namespace, path.name)
                 )
-            return self._list(request, info, path.namespace)
+            return self._list(request, form, info, path.namespace)
         if method == "POST":
             if path.name:
                 raise errors.method_not_allowed()
             body = await self._json_body(request)
             created = await operations.create(self.state, info, namespace, body, ctx)
-            return json_response(created, 201, ctx.warnings)
+            return self._respond_written(form, info, created, 201, ctx.warnings)
         if method == "PUT":
             if not path.name:
                 raise errors.method_not_allowed()
@@ -218,7 +219,7 @@ class RestHandler:
             updated, was_created = await operations.update(
                 self.state, info, namespace, path.name, path.subresource, body, ctx
             )
-            return json_response(updated, 201 if was_created else 200, ctx.warnings)
+            return self._respond_written(form, info, updated, 201 if was_created else 200, ctx.warnings)
         if method == "PATCH":
             if not path.name:
                 raise errors.method_not_allowed()
@@ -233,7 +234,7 @@ class RestHandler:
                 raw,
                 ctx,
             )
-            return json_response(patched, 201 if was_created else 200, ctx.warnings)
+            return self._respond_written(form, info, patched, 201 if was_created else 200, ctx.warnings)
         if method == "DELETE":
             if path.subresource:
                 raise errors.method_not_allowed()
@@ -241,7 +242,7 @@ class RestHandler:
             options = parse_delete_options(body, dict(request.query))
             if path.name:
                 deleted = await self.deleter.delete(info, namespace, path.name, options, ctx)
-                return json_response(deleted, 200, ctx.warnings)
+                return self._respond_written(form, info, deleted, 200, ctx.warnings)
             return await self._delete_collection(request, info, path.namespace, options, ctx)
         raise errors.method_not_allowed()
 
@@ -299,8 +300,13 @@ class RestHandler:
             raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
 
     # --- reads -----------------------------------------------------------------------------------
-    def _respond_object(self, request: web.Request, info: ResourceInfo, obj: JsonObj) -> web.Response:
-        if wants_table(request):
+    def _respond_object(
+        self, request: web.Request, form: representation.Wanted, info: ResourceInfo, obj: JsonObj
+    ) -> web.Response:
+        representation.not_acceptable_for_object(form, info.kind)
+        if form.form is representation.Form.METADATA:
+            return json_response(representation.partial_metadata(obj, form.version))
+        if form.table:
             meta = {"resourceVersion": str((obj.get("metadata") or {}).get("resourceVersion", ""))}
             return json_response(
                 tables.build_table(
@@ -308,6 +314,17 @@ class RestHandler:
                 )
             )
         return json_response(obj)
+
+    def _respond_written(
+        self, form: representation.Wanted, info: ResourceInfo, obj: JsonObj, status: int, warnings: list[str]
+    ) -> web.Response:
+        """A write's answer, its metadata only when asked for (a Status, as some deletes answer, as it is).
+
+        As kube-apiserver, a list form asked of a write is refused once the write is done."""
+        representation.not_acceptable_for_object(form, info.kind)
+        if form.form is representation.Form.METADATA and obj.get("kind") != "Status":
+            obj = representation.partial_metadata(obj, form.version)
+        return json_response(obj, status, warnings)
 
     def _filter(self, request: web.Request, info: ResourceInfo, name: str = "") -> Any:
         field_selector = request.query.get("fieldSelector", "")
@@ -322,7 +339,10 @@ class RestHandler:
             tuple(f.lstrip(".") for f in extra),
         )
 
-    def _list(self, request: web.Request, info: ResourceInfo, namespace: str | None) -> web.Response:
+    def _list(
+        self, request: web.Request, form: representation.Wanted, info: ResourceInfo, namespace: str | None
+    ) -> web.Response:
+        representation.not_acceptable_for_list(form, info.list_kind)
         try:
             limit = int(request.query.get("limit", "0") or 0)
         except ValueError as exc:
@@ -335,7 +355,11 @@ class RestHandler:
             list_meta["continue"] = result.continue_token
             if result.remaining is not None:
                 list_meta["remainingItemCount"] = result.remaining
-        if wants_table(request):
+        if form.form is representation.Form.METADATA_LIST:
+            return json_response(
+                representation.partial_metadata_list(result.served(info), list_meta, form.version)
+            )
+        if form.table:
             return json_response(
                 tables.build_table(
                     info,
@@ -365,7 +389,7 @@ class RestHandler:
         )
 
     async def _watch(
-        self, request: web.Request, info: ResourceInfo, path: ResourcePath
+        self, request: web.Request, form: representation.Wanted, info: ResourceInfo, path: ResourcePath
     ) -> web.StreamResponse:
         try:
             timeout = float(
@@ -373,6 +397,7 @@ class RestHandler:
             )
         except ValueError as exc:
             raise errors.bad_request("invalid timeoutSeconds") from exc
+        representation.not_acceptable_for_object(form, info.kind)
         watch_request = WatchRequest(
             info=info,
             namespace=path.namespace,
@@ -381,7 +406,7 @@ class RestHandler:
             timeout=timeout,
             bookmarks=_bool_query(request.query.get("allowWatchBookmarks")),
             send_initial_events=_bool_query(request.query.get("sendInitialEvents")),
-            table=wants_table(request),
+            form=form,
             include_object=request.query.get("includeObject", "Metadata"),
         )
         response = web.StreamResponse(status=200)

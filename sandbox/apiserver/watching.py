@@ -9,7 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from sandbox.apiserver import errors, objects, tables
+from sandbox.apiserver import errors, objects, representation, tables
 from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.registry import ResourceInfo
 from sandbox.apiserver.state import ApiState
@@ -31,7 +31,7 @@ class WatchRequest:
     timeout: float
     bookmarks: bool
     send_initial_events: bool
-    table: bool
+    form: representation.Wanted
     include_object: str
 
 
@@ -45,13 +45,19 @@ class WatchStream:
         self.request = request
         self.write = write
         self._columns_sent = False
-        # Without selectors, conversion or tables, every watcher can share one encoding per event.
-        self._shared_encoding = request.matches is None and not request.table and request.info.storage is None
+        # Without selectors, conversion or transformed forms, every watcher can share one encoding per event.
+        self._shared_encoding = (
+            request.matches is None
+            and request.form.form is representation.Form.OBJECT
+            and request.info.storage is None
+        )
 
     def _render(self, event_type: str, obj: JsonObj) -> bytes:
         info = self.request.info
         shown = objects.served(info, obj)
-        if self.request.table:
+        if self.request.form.form is representation.Form.METADATA:
+            return _line(event_type, representation.partial_metadata(shown, self.request.form.version))
+        if self.request.form.table:
             list_meta = {"resourceVersion": str((obj.get("metadata") or {}).get("resourceVersion", ""))}
             table = tables.build_table(
                 info,
@@ -95,7 +101,10 @@ class WatchStream:
         meta: JsonObj = {"resourceVersion": str(revision)}
         if initial_events_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return _line("BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta})
+        bookmark = {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta}
+        if self.request.form.form is representation.Form.METADATA:
+            bookmark = representation.partial_metadata(bookmark, self.request.form.version)
+        return _line("BOOKMARK", bookmark)
 
     async def run(self) -> None:
         request = self.request

@@ -13,6 +13,7 @@ import asyncio
 import json
 from typing import Any
 
+from sandbox.apiserver.representation import AS_STORED
 from sandbox.apiserver.state import ApiState
 from sandbox.apiserver.watching import WatchRequest, WatchStream
 
@@ -27,7 +28,7 @@ def watch_request(state: ApiState, resource_version: str, timeout: float, **opti
     assert info is not None
     return WatchRequest(
         info=info, namespace="ns", matches=None, resource_version=resource_version, timeout=timeout,
-        bookmarks=True, send_initial_events=options.get("send_initial_events", False), table=False,
+        bookmarks=True, send_initial_events=options.get("send_initial_events", False), form=AS_STORED,
         include_object="Metadata",
     )
 
