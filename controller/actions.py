@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from controller.caches import METADATA_ONLY_ON_CREATE
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS, podgroup_resource
 from kube.api import KubeApi
@@ -124,7 +125,9 @@ class ActionRunner:
         """Create ``body``, or find it already there as ours."""
         name = Meta(body).name
         try:
-            created = await self._api.create(res, body, namespace)
+            created = await self._api.create(
+                res, body, namespace, metadata_only=res.plural in METADATA_ONLY_ON_CREATE
+            )
         except AlreadyExists:
             existing = await self._api.get(res, name, namespace)
             if Meta(existing).controller_uid != job_uid:

@@ -90,6 +90,11 @@ _TRIM: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     PODS.plural: trim_pod,
     SERVICES.plural: trim_service,
 }
+# What the controller creates of these it asks back as metadata alone (``KubeApi.create``'s
+# ``metadata_only``), for the read-your-writes overlay until the watch brings the object: the
+# caches keep no more of a service, and of a pod only its status besides, of which a pod just
+# created has nothing but Pending, what the planner reads a pod without status as.
+METADATA_ONLY_ON_CREATE = frozenset({PODS.plural, SERVICES.plural})
 
 
 class JobCaches:

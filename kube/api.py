@@ -23,8 +23,9 @@ Public API:
   - ``async list_all(res, namespace=None, *, label_selector=None, field_selector=None,
     page_size=500) -> tuple[list[dict], str]`` -- every page; items get ``apiVersion``/``kind``
     filled in (the server omits them in lists); returns the items and the list's resourceVersion.
-  - ``async create(res, body, namespace=None, *, dry_run=False) -> dict`` -- the namespace defaults to
-    ``body.metadata.namespace``.
+  - ``async create(res, body, namespace=None, *, dry_run=False, metadata_only=False) -> dict`` -- the
+    namespace defaults to ``body.metadata.namespace``; ``metadata_only`` asks for the created object's
+    metadata alone (returned under ``res``'s apiVersion and kind, without spec or status).
   - ``async replace(res, name, body, namespace=None, *, subresource=None) -> dict``
   - ``async patch(res, name, body, namespace=None, *, patch_type, subresource=None, dry_run=False,
     field_manager=None, force=False) -> dict`` -- ``JSON`` takes a list of operations, the others a
@@ -77,6 +78,10 @@ from kube.resources import Resource
 __all__ = ["MAX_WATCH_LINE", "KubeApi", "RequestObserver", "Transform", "WatchEvent"]
 
 logger = logging.getLogger(__name__)
+
+# An answer of the object's metadata alone; a server that cannot transform answers falls back to the
+# object (a metadata-only answer then is the whole object, which holds the same metadata).
+_METADATA_ONLY: Final = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
 
 RequestObserver = Callable[[str, str, int, float], None]
 # Applied to each listed or watched object before a cache keeps it (client-go's SetTransform).
@@ -150,6 +155,7 @@ class KubeApi:
         query: Query = (),
         body: Any = None,
         content_type: str | None = None,
+        accept: str = "application/json",
     ) -> dict[str, Any] | None:
         await self._limiter.acquire()
         started = time.monotonic()  # the observer sees server latency, not time spent throttled
@@ -157,7 +163,7 @@ class KubeApi:
         client = self._client
         target = f"{path}?{urlencode(query)}" if query else path
         try:
-            headers = await client.headers("application/json", content_type)
+            headers = await client.headers(accept, content_type)
             response = await client.http.request(
                 method, target, headers.items(), None if body is None else orjson.dumps(body),
                 self._request_timeout,
@@ -297,9 +303,15 @@ class KubeApi:
         dry_run: bool = False,
         subresource_of: str | None = None,
         subresource: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
         """POST ``body``; with ``subresource_of``/``subresource`` it goes to a create-only
-        subresource of that object instead (``pods/<name>/binding``, ``pods/<name>/eviction``)."""
+        subresource of that object instead (``pods/<name>/binding``, ``pods/<name>/eviction``).
+
+        ``metadata_only``: the server answers with the created object's metadata alone
+        (``PartialObjectMetadata``), which saves it encoding, and us decoding, the spec and status
+        of a caller that keeps only metadata; it is returned under ``res``'s apiVersion and kind,
+        as the object without spec or status."""
         if namespace is None and res.namespaced:
             namespace = (body.get("metadata") or {}).get("namespace")
             if not namespace:
@@ -307,10 +319,15 @@ class KubeApi:
         if (subresource_of is None) != (subresource is None):
             raise ValueError("subresource_of and subresource go together")
         query = [("dryRun", "All")] if dry_run else []
-        return await self._request_object(
+        created = await self._request_object(
             "create", "POST", res, res.path(namespace, subresource_of, subresource), query=query,
             body=body, content_type="application/json",
+            accept=_METADATA_ONLY if metadata_only else "application/json",
         )
+        if metadata_only and created.get("kind") == "PartialObjectMetadata":
+            metadata = created.get("metadata") or {}
+            return {"apiVersion": res.api_version, "kind": res.kind, "metadata": metadata}
+        return created
 
     async def replace(
         self,

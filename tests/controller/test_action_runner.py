@@ -11,6 +11,7 @@ from controller.metrics import ControllerMetrics
 from kube.api import KubeApi
 from kube.ownwrites import OwnWrites
 from kube.resources import PODS
+from kubeobjects.meta import Meta
 from tfjob.planner import Observed
 from tfjob.planner.actions import CreatePod, DeletePod
 
@@ -88,3 +89,18 @@ async def test_creating_over_a_terminating_pod_of_ours_fails_until_it_is_gone(ap
         await runner.run(observed, CreatePod(_pod("runner-worker-2")))
     assert "still terminating" in str(failed.value)
     assert failed.value.event is not None and failed.value.event.reason == "FailedCreatePod"
+
+
+async def test_a_created_pod_reads_back_as_its_metadata_until_the_watch_brings_it(api: KubeApi) -> None:
+    runner, writes, _ = _runner(api)
+    observed = Observed(job=JOB)  # type: ignore[arg-type]
+    await runner.run(observed, CreatePod(_pod("runner-worker-meta")))
+    [seen] = writes.view_owned("pods", JOB_UID, [])
+    # The answer was asked for as metadata alone: what the caches keep of a pod, less a status
+    # that a new pod has nothing of but Pending.
+    assert set(seen) == {"apiVersion", "kind", "metadata"}
+    assert (seen["apiVersion"], seen["kind"]) == ("v1", "Pod")
+    assert seen["metadata"]["uid"] and seen["metadata"]["resourceVersion"]
+    assert Meta(seen).controller_uid == JOB_UID
+    stored = await api.get(PODS, "runner-worker-meta", "default")
+    assert stored["metadata"]["uid"] == seen["metadata"]["uid"] and stored["spec"]["containers"]

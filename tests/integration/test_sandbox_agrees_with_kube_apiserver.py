@@ -10,6 +10,7 @@ does not (listed below with the release that added it).
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -315,3 +316,57 @@ async def test_a_create_of_an_existing_name_conflicts_alike(apis: tuple[KubeApi,
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "twice"}}
     await _both(apis, "create", CONFIGMAPS, configmap, NAMESPACE)
     await _assert_same(apis, "create", CONFIGMAPS, configmap, NAMESPACE)
+
+
+async def test_a_create_asked_for_its_metadata_alone_answers_alike(apis: tuple[KubeApi, KubeApi]) -> None:
+    for res, body in [
+        (PODS, _pod("tftest-meta-0")),
+        (SERVICES, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "tftest-meta-0"},
+                    "spec": {"clusterIP": "None", "ports": [{"port": 2222}]}}),
+    ]:  # fmt: skip
+        sandbox, real = await _both(apis, "create", res, body, NAMESPACE, metadata_only=True)
+        for answer in (sandbox, real):
+            assert set(answer) == {"apiVersion", "kind", "metadata"}, "no spec, no status"
+            assert (answer["apiVersion"], answer["kind"]) == ("v1", res.kind)
+            assert answer["metadata"]["uid"] and answer["metadata"]["resourceVersion"]
+        assert _differences(res.kind, sandbox, real) == []
+
+
+async def _raw_get(api: KubeApi, path: str, accept: str) -> tuple[int, Any]:
+    """One GET with the ``Accept`` header given, answered as the server put it on the wire."""
+    client = api.client
+    headers = await client.headers(accept)
+    response = await client.http.request("GET", path, headers.items(), None, 30.0)
+    return response.status, json.loads(response.body)
+
+
+@pytest.mark.parametrize(
+    ("accept", "path"),
+    [
+        ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", "/configmaps/formed"),
+        ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", "/configmaps/formed"),
+        ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", "/configmaps"),
+        ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", "/configmaps"),
+        ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", "/configmaps/formed"),
+        ("application/json;as=Nothing;g=meta.k8s.io;v=v1", "/configmaps/formed"),
+        ("application/json;as=Nothing;g=meta.k8s.io;v=v1, application/json", "/configmaps/formed"),
+    ],
+)
+async def test_answers_in_metadata_forms_are_negotiated_alike(
+    apis: tuple[KubeApi, KubeApi], accept: str, path: str
+) -> None:
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "formed"}}
+    await _both(apis, "create", CONFIGMAPS, configmap, NAMESPACE)
+    (sandbox_status, sandbox), (real_status, real) = [
+        await _raw_get(api, f"/api/v1/namespaces/{NAMESPACE}{path}", accept) for api in apis
+    ]
+    assert sandbox_status == real_status, f"sandbox {sandbox}, kube-apiserver {real}"
+    assert (sandbox["kind"], sandbox["apiVersion"]) == (real["kind"], real["apiVersion"])
+    if real["kind"] == "Status":
+        assert sandbox["reason"] == real["reason"]
+    elif real["kind"] in ("PartialObjectMetadata", "ConfigMap"):
+        assert _differences("ConfigMap", sandbox, real) == []
+    else:
+        assert real["kind"] == "PartialObjectMetadataList"
+        assert len(sandbox["items"]) == len(real["items"]) >= 1
+        assert {item["kind"] for item in sandbox["items"] + real["items"]} <= {"PartialObjectMetadata"}
