@@ -640,6 +640,8 @@ class Result:
     closed: dict[str, Load] = field(default_factory=dict)
     open: dict[str, Load] = field(default_factory=dict)
     paced: dict[str, Load] = field(default_factory=dict)
+    # wrk paced on one connection alone: every request finds the server idle, nothing queues
+    lone: dict[str, Load] = field(default_factory=dict)
     mutated: int = 0
     admissions: int = 0
     # (p50, p99) ms of a bare TCP echo between the two cores paced like one hey connection
@@ -861,6 +863,17 @@ async def run(args: argparse.Namespace) -> Result:
                         flush=True,
                     )
                     _keep_lowest_tail(result.paced, server.name, paced)
+                    lone = run_wrk(
+                        server.port, bodies_file, 1, args.seconds, client_core, server.pid,
+                        gap_ms=HEY_WORKERS / args.rate * 1000,
+                    )
+                    print(
+                        f"{server.name:>6} wrk on one connection: {lone.per_second:,.0f}/s, "
+                        f"p50 {lone.p50_ms:.2f} ms, p99 {lone.p99_ms:.2f} ms, "
+                        f"server {lone.cpu_per_request_us:.0f} us CPU each",
+                        flush=True,
+                    )
+                    _keep_lowest_tail(result.lone, server.name, lone)
             if args.profile:
                 profiled = Path(args.profile)
                 summary = record_profile(
@@ -898,14 +911,15 @@ def render(result: Result) -> str:
     rows = []
     for name, load in result.closed.items():
         versus = f"{load.per_second / go.per_second:.2f}x" if go is not None else "n/a"
-        at_rate, paced = result.open[name], result.paced[name]
+        at_rate, paced, lone = result.open[name], result.paced[name], result.lone[name]
         rows.append(
             f"| {SERVER_TITLES.get(name, f'`{name}`')} | {load.per_second:,.0f}/s | {versus} "
             f"| {load.cpu_per_request_us:.0f} us "
             f"| p50 {load.p50_ms:.2f}, p99 {load.p99_ms:.2f} | p50 {at_rate.p50_ms:.2f}, "
             f"p99 {at_rate.p99_ms:.2f}, max {at_rate.max_ms:.1f} "
             f"| {paced.per_second:,.0f}/s: p50 {paced.p50_ms:.2f}, p99 {paced.p99_ms:.2f} "
-            f"| {load.errors + at_rate.errors + paced.errors} |"
+            f"| p50 {lone.p50_ms:.2f}, p99 {lone.p99_ms:.2f}; {lone.cpu_per_request_us:.0f} us "
+            f"| {load.errors + at_rate.errors + paced.errors + lone.errors} |"
         )
     servers = "\n".join(rows)
     ratio = tfgang.per_second / go.per_second if go is not None else float("nan")
@@ -915,6 +929,8 @@ def render(result: Result) -> str:
     go_p99 = f"Go anchor: {result.open['go'].p99_ms:.2f} ms" if go is not None else "no anchor run"
     at_rate, paced = result.open["tfgang"], result.paced["tfgang"]
     go_paced = f"Go anchor: {result.paced['go'].p99_ms:.2f} ms" if go is not None else "no anchor run"
+    lone = result.lone["tfgang"]
+    go_lone = f"Go anchor: {result.lone['go'].p99_ms:.2f} ms" if go is not None else "no anchor run"
     echo_ms = result.echo_ms
     echo = f"p50 {echo_ms[0]:.2f} ms, p99 {echo_ms[1]:.2f} ms" if echo_ms else "not measured"
 
@@ -922,7 +938,8 @@ def render(result: Result) -> str:
     rate_column = f"latency at {result.rate:,.0f}/s (ms)"
     header = (
         f"| server | wrk throughput | vs Go | server CPU per review | wrk latency (ms) | {rate_column} "
-        "| wrk paced (ms) | errors |\n|---|---|---|---|---|---|---|---|"
+        "| wrk paced (ms) | one connection alone (ms; server CPU per review) | errors |\n"
+        "|---|---|---|---|---|---|---|---|---|"
     )
     bare = ", and a bare aiohttp server" if "bare" in result.closed else ""
     goals = "\n".join(
@@ -949,6 +966,11 @@ def render(result: Result) -> str:
                 f"{HEY_WORKERS / result.rate * 1000:g} ms between an answer and its next request)",
                 f"{paced.p99_ms:.2f} ms at {paced.per_second:,.0f}/s ({go_paced})",
                 f"<= 2 ms: {verdict(paced.p99_ms <= 2.0)}",
+            ),
+            (
+                "the same with nothing to queue behind: wrk paced on one connection alone",
+                f"{lone.p99_ms:.2f} ms at {lone.per_second:,.0f}/s ({go_lone})",
+                "(what the machine allows a server at all)",
             ),
             (
                 f"RSS with {result.jobs:,} TFJobs cached (after sync)",
@@ -993,6 +1015,9 @@ wait is counted in every server's latency. The machine's own floor, measured bet
 (`bench/machine_floor.py`): a bare TCP echo of one byte between the same two cores, no TLS and no
 HTTP, paced like one `hey` connection ({HEY_WORKERS / result.rate * 1000:g} ms apart), best round:
 {echo}. A server's p99 cannot be below the round trip of a program that does no work at all.
+The last column is wrk paced the same way on one connection alone: no request ever waits behind
+another, so its tail is each server's own, and its CPU per review against the throughput column's
+shows what a request costs when it finds the core idle and its caches cold.
 
 The decision path alone (decode, look up, mutate, encode; no HTTP, no TLS) costs
 {result.decision_cpu_us:.0f} us per review (best of 5 passes over 2,000 reviews, in the bench process).
