@@ -79,7 +79,10 @@ def trim_pod(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 def trim_service(service: dict[str, Any]) -> dict[str, Any]:
-    """Keep only what the planner reads of a service: its metadata (name, labels, owner, deletion)."""
+    """Keep only what the planner reads of a service: its metadata (name, labels, owner, deletion).
+
+    Services are listed and watched as metadata alone (``_METADATA_ONLY``), so this only takes
+    off what a server that cannot send metadata alone sent all the same."""
     for key in [key for key in service if key not in ("apiVersion", "kind", "metadata")]:
         del service[key]
     return trim(service)
@@ -90,6 +93,8 @@ _TRIM: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     PODS.plural: trim_pod,
     SERVICES.plural: trim_service,
 }
+# Listed and watched as metadata alone: the server neither encodes nor sends what the cache drops.
+_METADATA_ONLY = frozenset({SERVICES.plural})
 # What the controller creates of these it asks back as metadata alone (``KubeApi.create``'s
 # ``metadata_only``), for the read-your-writes overlay until the watch brings the object: the
 # caches keep no more of a service, and of a pod only its status besides, of which a pod just
@@ -135,6 +140,7 @@ class JobCaches:
                 label_selector=selector,
                 watch_timeout_seconds=watch_timeout_seconds,
                 transform=_TRIM.get(res.plural, trim),
+                metadata_only=res.plural in _METADATA_ONLY,
             )
             enqueue = self._enqueuer(made)
             made.add_handler(self._child_handler(res, enqueue) if child else self._job_handler(enqueue))

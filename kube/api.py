@@ -19,13 +19,18 @@ Public API:
   ``user_agent`` is set on the client itself.
   - ``async get(res, name, namespace=None, *, subresource=None) -> dict``
   - ``async list(res, namespace=None, *, label_selector=None, field_selector=None,
-    resource_version=None, limit=None, continue_token=None) -> dict`` -- one page, as served.
+    resource_version=None, limit=None, continue_token=None, metadata_only=False) -> dict`` -- one
+    page, as served (``metadata_only``: a PartialObjectMetadataList).
   - ``async list_all(res, namespace=None, *, label_selector=None, field_selector=None,
-    page_size=500) -> tuple[list[dict], str]`` -- every page; items get ``apiVersion``/``kind``
-    filled in (the server omits them in lists); returns the items and the list's resourceVersion.
+    page_size=500, transform=None, metadata_only=False) -> tuple[list[dict], str]`` -- every page;
+    items get ``apiVersion``/``kind`` filled in (the server omits them in lists); returns the items
+    and the list's resourceVersion.
   - ``async create(res, body, namespace=None, *, dry_run=False, metadata_only=False) -> dict`` -- the
-    namespace defaults to ``body.metadata.namespace``; ``metadata_only`` asks for the created object's
-    metadata alone (returned under ``res``'s apiVersion and kind, without spec or status).
+    namespace defaults to ``body.metadata.namespace``.
+
+  ``metadata_only`` asks the server for the objects' metadata alone (``as=PartialObjectMetadata``),
+  which saves it encoding, and us decoding, what a caller keeping only metadata would drop; each
+  object comes back under ``res``'s apiVersion and kind, without spec or status.
   - ``async replace(res, name, body, namespace=None, *, subresource=None) -> dict``
   - ``async patch(res, name, body, namespace=None, *, patch_type, subresource=None, dry_run=False,
     field_manager=None, force=False) -> dict`` -- ``JSON`` takes a list of operations, the others a
@@ -34,13 +39,15 @@ Public API:
     uid_precondition=None, resource_version_precondition=None) -> dict | None`` -- the object when
     the server returns it (e.g. deletion pending on finalizers), ``None`` for a plain ``Status``.
   - ``watch(res, namespace=None, *, resource_version, timeout_seconds, allow_bookmarks=True,
-    label_selector=None, field_selector=None) -> AsyncGenerator[WatchEvent, None]`` -- an async generator:
+    label_selector=None, field_selector=None, metadata_only=False) -> AsyncGenerator[WatchEvent, None]``
+    -- an async generator:
     close it (``contextlib.aclosing``) when leaving early. It ends when the server ends the stream;
     an ERROR event raises its ``ApiError`` (410 -> ``Gone``); a broken stream raises
     ``ConnectionFailed``, as does a line over ``MAX_WATCH_LINE``. Reading pauses while the consumer
     is behind, so a slow one holds a bounded part of the stream.
   - ``async watch_into(res, namespace=None, *, resource_version, timeout_seconds, on_event,
-    allow_bookmarks=True, label_selector=None, field_selector=None)`` -- the same watch, each event
+    allow_bookmarks=True, label_selector=None, field_selector=None, metadata_only=False)`` -- the
+    same watch, each event
     handed to ``on_event(event)`` as it is read; returns when the server ends the stream, raises as
     ``watch`` does, and what ``on_event`` raises ends the watch and is raised here.
   - ``stream(res, name, namespace=None, *, subresource, query=(), idle_timeout=None) ->
@@ -79,9 +86,21 @@ __all__ = ["MAX_WATCH_LINE", "KubeApi", "RequestObserver", "Transform", "WatchEv
 
 logger = logging.getLogger(__name__)
 
-# An answer of the object's metadata alone; a server that cannot transform answers falls back to the
-# object (a metadata-only answer then is the whole object, which holds the same metadata).
+# Answers of the objects' metadata alone (kube-apiserver's PartialObjectMetadata, for one object or
+# each event of a watch, and PartialObjectMetadataList); a server that cannot transform answers falls
+# back to the objects, which hold the same metadata.
 _METADATA_ONLY: Final = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
+_METADATA_LIST_ONLY: Final = (
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json"
+)
+_PARTIAL: Final = "PartialObjectMetadata"
+
+
+def _as_resource(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """A PartialObjectMetadata as ``res``'s object without spec or status (else ``obj`` as it is)."""
+    if obj.get("kind") == _PARTIAL:
+        return {"apiVersion": res.api_version, "kind": res.kind, "metadata": obj.get("metadata") or {}}
+    return obj
 
 RequestObserver = Callable[[str, str, int, float], None]
 # Applied to each listed or watched object before a cache keeps it (client-go's SetTransform).
@@ -250,6 +269,7 @@ class KubeApi:
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
         query: builtins.list[tuple[str, str]] = []
         if label_selector:
@@ -262,7 +282,10 @@ class KubeApi:
             query.append(("limit", str(limit)))
         if continue_token:
             query.append(("continue", continue_token))
-        return await self._request_object("list", "GET", res, res.path(namespace), query=query)
+        return await self._request_object(
+            "list", "GET", res, res.path(namespace), query=query,
+            accept=_METADATA_LIST_ONLY if metadata_only else "application/json",
+        )
 
     async def list_all(
         self,
@@ -273,6 +296,7 @@ class KubeApi:
         field_selector: str | None = None,
         page_size: int = 500,
         transform: Transform | None = None,
+        metadata_only: bool = False,
     ) -> tuple[builtins.list[dict[str, Any]], str]:
         """Every page of a list, and the list's resourceVersion. ``transform`` is applied to each
         item as its page arrives, so a caller keeping a trimmed view never holds more than one
@@ -282,10 +306,12 @@ class KubeApi:
         while True:
             page = await self.list(
                 res, namespace, label_selector=label_selector, field_selector=field_selector,
-                limit=page_size, continue_token=continue_token,
+                limit=page_size, continue_token=continue_token, metadata_only=metadata_only,
             )
             for item in page.get("items") or ():
                 if isinstance(item, dict):
+                    if metadata_only:
+                        item = _as_resource(res, item)
                     item.setdefault("apiVersion", res.api_version)
                     item.setdefault("kind", res.kind)
                     items.append(transform(item) if transform is not None else item)
@@ -306,12 +332,7 @@ class KubeApi:
         metadata_only: bool = False,
     ) -> dict[str, Any]:
         """POST ``body``; with ``subresource_of``/``subresource`` it goes to a create-only
-        subresource of that object instead (``pods/<name>/binding``, ``pods/<name>/eviction``).
-
-        ``metadata_only``: the server answers with the created object's metadata alone
-        (``PartialObjectMetadata``), which saves it encoding, and us decoding, the spec and status
-        of a caller that keeps only metadata; it is returned under ``res``'s apiVersion and kind,
-        as the object without spec or status."""
+        subresource of that object instead (``pods/<name>/binding``, ``pods/<name>/eviction``)."""
         if namespace is None and res.namespaced:
             namespace = (body.get("metadata") or {}).get("namespace")
             if not namespace:
@@ -324,10 +345,7 @@ class KubeApi:
             body=body, content_type="application/json",
             accept=_METADATA_ONLY if metadata_only else "application/json",
         )
-        if metadata_only and created.get("kind") == "PartialObjectMetadata":
-            metadata = created.get("metadata") or {}
-            return {"apiVersion": res.api_version, "kind": res.kind, "metadata": metadata}
-        return created
+        return _as_resource(res, created) if metadata_only else created
 
     async def replace(
         self,
@@ -422,13 +440,14 @@ class KubeApi:
         allow_bookmarks: bool = True,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        metadata_only: bool = False,
     ) -> AsyncGenerator[WatchEvent, None]:
         query = _watch_query(
             resource_version, timeout_seconds, allow_bookmarks, label_selector, field_selector
         )
-        stream = await self._open_watch(res, namespace, query, timeout_seconds)
+        stream = await self._open_watch(res, namespace, query, timeout_seconds, metadata_only)
         events: builtins.list[WatchEvent] = []
-        lines = _WatchLines(events.append)
+        lines = _WatchLines(_metadata_events(res, events.append) if metadata_only else events.append)
         try:
             while True:
                 try:
@@ -463,12 +482,13 @@ class KubeApi:
         allow_bookmarks: bool = True,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        metadata_only: bool = False,
     ) -> None:
         query = _watch_query(
             resource_version, timeout_seconds, allow_bookmarks, label_selector, field_selector
         )
-        stream = await self._open_watch(res, namespace, query, timeout_seconds)
-        lines = _WatchLines(on_event)
+        stream = await self._open_watch(res, namespace, query, timeout_seconds, metadata_only)
+        lines = _WatchLines(_metadata_events(res, on_event) if metadata_only else on_event)
         try:
             await stream.deliver(lines.feed)
             lines.finish()
@@ -478,7 +498,7 @@ class KubeApi:
             self._client.http.release(stream)
 
     async def _open_watch(
-        self, res: Resource, namespace: str | None, query: Query, timeout_seconds: int
+        self, res: Resource, namespace: str | None, query: Query, timeout_seconds: int, metadata_only: bool
     ) -> HttpStream:
         await self._limiter.acquire()
         started = time.monotonic()
@@ -486,7 +506,7 @@ class KubeApi:
         client = self._client
         target = f"{res.path(namespace)}?{urlencode(query)}"
         try:
-            headers = await client.headers("application/json")
+            headers = await client.headers(_METADATA_ONLY if metadata_only else "application/json")
             # A half-open connection would otherwise wait for ever: the server must end the stream
             # by timeoutSeconds, so one silent well past that is a dead connection.
             stream = await client.http.stream(
@@ -560,6 +580,15 @@ def _watch_query(
     if field_selector:
         query.append(("fieldSelector", field_selector))
     return query
+
+
+def _metadata_events(res: Resource, on_event: Callable[[WatchEvent], None]) -> Callable[[WatchEvent], None]:
+    """``on_event`` for a watch of metadata alone: each event's object as ``res``'s."""
+
+    def hand_on(event: WatchEvent) -> None:
+        on_event(WatchEvent(event.type, _as_resource(res, event.object)))
+
+    return hand_on
 
 
 class _WatchLines:

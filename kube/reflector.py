@@ -24,9 +24,11 @@ Public API:
   handler is logged and does not stop the reflector.
 - ``Reflector(api, res, store, *, namespace=None, label_selector=None, field_selector=None,
   handlers=(), watch_timeout_seconds=290, stall_timeout=None, page_size=500, backoff_base=0.5,
-  backoff_max=30.0, transform=None)`` -- ``stall_timeout`` defaults to ``watch_timeout_seconds + 15``;
-  ``transform`` is applied to every listed and watched object before it is stored or handed to the
-  handlers (client-go's ``SetTransform``), so a cache keeps only what its readers need.
+  backoff_max=30.0, transform=None, metadata_only=False)`` -- ``stall_timeout`` defaults to
+  ``watch_timeout_seconds + 15``; ``transform`` is applied to every listed and watched object before
+  it is stored or handed to the handlers (client-go's ``SetTransform``), so a cache keeps only what
+  its readers need; ``metadata_only`` lists and watches the objects' metadata alone (client-go's
+  metadata informers), for a cache that keeps no more, so the server never sends the rest.
   - ``async run()`` -- runs until cancelled.
   - ``add_handler(handler)``; ``synced`` and ``async wait_synced()``; ``resource_version``;
     ``list_count`` (lists done), ``stall_count``; ``last_error`` (``None`` once a step succeeds).
@@ -89,6 +91,7 @@ class Reflector:
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         transform: Transform | None = None,
+        metadata_only: bool = False,
     ) -> None:
         if watch_timeout_seconds <= 0:
             raise ValueError("watch_timeout_seconds must be positive")
@@ -107,6 +110,7 @@ class Reflector:
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._transform = transform
+        self._metadata_only = metadata_only
         self._synced = asyncio.Event()
         self._resource_version = ""
         self._list_count = 0
@@ -202,6 +206,7 @@ class Reflector:
         listed, resource_version = await self._api.list_all(
             self._res, self._namespace, label_selector=self._label_selector,
             field_selector=self._field_selector, page_size=self._page_size, transform=self._transform,
+            metadata_only=self._metadata_only,
         )
         items = [obj for obj in listed if _has_name(obj)]
         if len(items) != len(listed):
@@ -263,6 +268,7 @@ class Reflector:
                     self._res, self._namespace, resource_version=self._resource_version,
                     timeout_seconds=self._watch_timeout, on_event=on_event, allow_bookmarks=True,
                     label_selector=self._label_selector, field_selector=self._field_selector,
+                    metadata_only=self._metadata_only,
                 )
         except TimeoutError:
             if deadline.expired():

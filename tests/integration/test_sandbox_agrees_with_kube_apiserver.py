@@ -9,6 +9,7 @@ does not (listed below with the release that added it).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import AsyncIterator, Iterator
@@ -370,3 +371,30 @@ async def test_answers_in_metadata_forms_are_negotiated_alike(
         assert real["kind"] == "PartialObjectMetadataList"
         assert len(sandbox["items"]) == len(real["items"]) >= 1
         assert {item["kind"] for item in sandbox["items"] + real["items"]} <= {"PartialObjectMetadata"}
+
+
+async def test_a_list_and_a_watch_of_metadata_alone_answer_alike(apis: tuple[KubeApi, KubeApi]) -> None:
+    labels = {"meta": "y"}
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "meta-seen", "labels": labels}}
+    configmap["data"] = {"big": "x" * 1000}
+    await _both(apis, "create", CONFIGMAPS, configmap, NAMESPACE)
+    listed, watched = [], []
+    for api in apis:
+        items, _ = await api.list_all(CONFIGMAPS, NAMESPACE, label_selector="meta=y", metadata_only=True)
+        listed.append(items)
+        events = []
+        stream = api.watch(
+            CONFIGMAPS, NAMESPACE, resource_version="0", timeout_seconds=1, label_selector="meta=y",
+            metadata_only=True,
+        )  # fmt: skip
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                events.append(event)
+        assert {event.type for event in events} <= {"ADDED", "BOOKMARK"}
+        watched.append([event.object for event in events if event.type == "ADDED"])
+    for objects in (*listed, *watched):
+        [obj] = objects
+        assert set(obj) == {"apiVersion", "kind", "metadata"}, "no data"
+        assert (obj["apiVersion"], obj["kind"], obj["metadata"]["labels"]) == ("v1", "ConfigMap", labels)
+    assert _differences("ConfigMap", listed[0][0], listed[1][0]) == []
+    assert _differences("ConfigMap", watched[0][0], watched[1][0]) == []

@@ -162,3 +162,39 @@ async def test_the_transform_trims_listed_and_watched_objects_before_the_store_k
         cached = store.get(f"{namespace}/{name}")
         assert cached is not None and "data" not in cached and cached["metadata"]["name"] == name
     assert recorder.names("ADDED") == ["listed", "watched"]
+
+
+async def test_a_metadata_only_reflector_lists_and_watches_the_objects_metadata_alone(
+    kube_api: KubeApi, namespace: str, running: Callable[[Reflector], None]
+) -> None:
+    await kube_api.create(CONFIGMAPS, configmap("listed", "x"), namespace)
+    store = Store()
+    seen: list[dict[str, Any]] = []
+    reflector = Reflector(
+        kube_api,
+        CONFIGMAPS,
+        store,
+        namespace=namespace,
+        handlers=[lambda _kind, obj, _old: seen.append(obj)],
+        watch_timeout_seconds=5,
+        metadata_only=True,
+    )
+    running(reflector)
+    await asyncio.wait_for(reflector.wait_synced(), 10)
+    await kube_api.create(CONFIGMAPS, configmap("watched", "x"), namespace)
+    await kube_api.patch(
+        CONFIGMAPS, "watched", {"metadata": {"labels": {"group": "y"}}}, namespace, patch_type=PatchType.MERGE
+    )
+    await eventually(
+        lambda: (store.get(f"{namespace}/watched") or {}).get("metadata", {}).get("labels") == {"group": "y"}
+    )
+    # The server sent no data: what the handlers and the store get is the object without it,
+    # under its own kind, its labels and resourceVersion as the server has them.
+    for obj in [*seen, store.get(f"{namespace}/listed"), store.get(f"{namespace}/watched")]:
+        assert obj is not None and set(obj) == {"apiVersion", "kind", "metadata"}
+        assert (obj["apiVersion"], obj["kind"]) == ("v1", "ConfigMap") and obj["metadata"]["resourceVersion"]
+    stored = await kube_api.get(CONFIGMAPS, "watched", namespace)
+    assert store.get(f"{namespace}/watched") == {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": stored["metadata"]
+    }  # fmt: skip
+    assert [obj["metadata"]["name"] for obj in seen] == ["listed", "watched", "watched"]
