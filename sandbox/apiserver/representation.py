@@ -12,8 +12,9 @@ A media range may ask for a transformed answer with ``as=<Kind>;g=meta.k8s.io;v=
 Ranges are tried in order and the first the server can serve wins. A range without ``as=`` is
 the object itself (the sandbox answers JSON whatever the media type). A header made only of
 ``as=`` forms the server does not know is refused with 406, as is PartialObjectMetadata asked of
-a list or PartialObjectMetadataList of a single object. Status answers (a delete's, a binding's)
-and errors are never transformed.
+a list or PartialObjectMetadataList of a single object or of a watch, whose events are single
+objects (kube-apiserver v1.20 answers that watch 200 and sends nothing). Status answers (a
+delete's, a binding's) and errors are never transformed.
 """
 
 from __future__ import annotations
