@@ -72,31 +72,27 @@ def negotiate(accept: str) -> Wanted:
         version = parameters.get("v", "")
         if form is not None and parameters.get("g", "") == META_GROUP and version in _META_VERSIONS:
             return Wanted(form, version)
-    raise errors.ApiError(
-        406, "NotAcceptable", f"only the following media types are accepted: {ACCEPTED_MEDIA_TYPES}", {}
-    )
+    raise _not_acceptable(f"only the following media types are accepted: {ACCEPTED_MEDIA_TYPES}")
 
 
 def not_acceptable_for_object(wanted: Wanted, kind: str) -> None:
     """Refuse a list form asked of one object."""
     if wanted.form is Form.METADATA_LIST:
-        raise errors.ApiError(
-            406,
-            "NotAcceptable",
-            f"you requested PartialObjectMetadataList, but the requested object is not a list ({kind})",
-            {},
+        raise _not_acceptable(
+            f"you requested PartialObjectMetadataList, but the requested object is not a list ({kind})"
         )
 
 
 def not_acceptable_for_list(wanted: Wanted, list_kind: str) -> None:
     """Refuse a single-object form asked of a list."""
     if wanted.form is Form.METADATA:
-        raise errors.ApiError(
-            406,
-            "NotAcceptable",
-            f"you requested PartialObjectMetadata, but the requested object is a list ({list_kind})",
-            {},
+        raise _not_acceptable(
+            f"you requested PartialObjectMetadata, but the requested object is a list ({list_kind})"
         )
+
+
+def _not_acceptable(message: str) -> errors.ApiError:
+    return errors.ApiError(406, "NotAcceptable", message, {})
 
 
 def partial_metadata(obj: JsonObj, version: str = "v1") -> JsonObj:
