@@ -20,7 +20,8 @@ It behaves like kube-apiserver for what tfgang, kubectl 1.37 and kubernetes_asyn
   failure policies, timeouts, reinvocation and error words;
 - server-side tables for ``kubectl get`` (the pod printer's STATUS/READY/RESTARTS rules, CRD
   printer columns with priorities);
-- a request log of every API call (``sandbox.testing`` and ``GET /sandbox/requests``).
+- a request log of every API call (``sandbox.testing`` and ``GET /sandbox/requests``), with the
+  form of the answer each asked for (``representation``).
 
 Not served: exec/attach/port-forward, the metrics API, authorization (every user may do
 everything), CEL rules other than ``self == oldSelf``, webhook ``matchConditions``, managed fields

@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 USER_KEY = web.RequestKey("sandbox-user", UserInfo)
 # Set once a long-running call (a watch) is in the request log, so it appears while it runs.
 LOGGED_KEY = web.RequestKey("sandbox-logged", bool)
+# The answer's form once negotiated, for the request log.
+WANTED_KEY = web.RequestKey("sandbox-wanted", representation.Wanted)
 ANONYMOUS = UserInfo("system:anonymous", ("system:unauthenticated",))
 JSON_CONTENT_TYPES = ("application/json", "*/*", "")
 
@@ -79,6 +81,7 @@ def log_request(state: ApiState, request: web.Request, code: int) -> None:
         return
     watch = path.legacy_watch or request.query.get("watch", "").lower() in ("true", "1")
     user = request.get(USER_KEY)
+    negotiated = request.get(WANTED_KEY)
     state.request_log.add(
         RequestRecord(
             verb=kubernetes_verb(request.method, bool(path.name), watch),
@@ -90,6 +93,7 @@ def log_request(state: ApiState, request: web.Request, code: int) -> None:
             name=path.name,
             user=user.username if user else "",
             code=code,
+            form=negotiated.form.value if negotiated is not None else "",
         )
     )
 
@@ -117,7 +121,9 @@ def error_response(error: errors.ApiError, warnings: list[str] | None = None) ->
 
 
 def wanted(request: web.Request) -> representation.Wanted:
-    return representation.negotiate(request.headers.get("Accept", ""))
+    negotiated = representation.negotiate(request.headers.get("Accept", ""))
+    request[WANTED_KEY] = negotiated
+    return negotiated
 
 
 def _bool_query(value: str | None) -> bool:

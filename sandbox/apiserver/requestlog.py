@@ -18,6 +18,10 @@ class RequestRecord:
     name: str
     user: str
     code: int
+    # The answer's form the request asked for (``Accept``'s ``as=``: "PartialObjectMetadata",
+    # "PartialObjectMetadataList", "Table"); empty for the object itself, a request refused before
+    # negotiating, and on kube-apiserver, whose audit events do not carry ``Accept``.
+    form: str = ""
 
     def wire(self) -> dict[str, Any]:
         return asdict(self)

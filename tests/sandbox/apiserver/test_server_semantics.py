@@ -195,6 +195,7 @@ async def test_request_log_over_http(api: ApiServerHandle) -> None:
             "name": "absent",
             "user": "sandbox-admin",
             "code": 404,
+            "form": "",
         }
     ]
     code, _body, _ = await raw_request(api, "GET", "/sandbox/requests", token="wrong")
