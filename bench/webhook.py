@@ -394,6 +394,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def timeslices(pid: int) -> int:
+    """How many times the threads of a process have been put on a core so far (schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            total += int((task / "schedstat").read_text().split()[2])
+    return total
+
+
 def memory_kib(pid: int) -> tuple[int, int]:
     """(VmRSS, VmHWM) of a process, in KiB."""
     fields = {}
@@ -486,6 +495,9 @@ class Load:
     # The load generator's own CPU: at a fixed rate, a generator near a whole core of its own
     # queues its requests behind each other, and that wait is counted as the server's latency.
     client_cpu_s: float
+    # Times the server's threads were put on a core: a request that finds the server asleep costs
+    # one, and what that costs shows in the CPU per request.
+    server_timeslices: int
 
     @property
     def per_second(self) -> float:
@@ -494,6 +506,10 @@ class Load:
     @property
     def cpu_per_request_us(self) -> float:
         return self.server_cpu_s / max(1, self.requests) * 1e6
+
+    @property
+    def timeslices_per_request(self) -> float:
+        return self.server_timeslices / max(1, self.requests)
 
     @property
     def client_core_share(self) -> float:
@@ -529,11 +545,13 @@ def run_wrk(
     if gap_ms is not None:
         environment["WRK_GAP_MS"] = f"{gap_ms:g}"
     cpu_before, client_before = cpu_seconds(server_pid), _reaped_children_cpu_seconds()
+    slices_before = timeslices(server_pid)
     done = subprocess.run(
         command, capture_output=True, text=True, check=True, preexec_fn=lambda: _isolate(core),
         env=environment,
     )
     server_cpu = cpu_seconds(server_pid) - cpu_before
+    server_slices = timeslices(server_pid) - slices_before
     client_cpu = _reaped_children_cpu_seconds() - client_before
     match = _WRK_RESULT.search(done.stdout)
     if match is None:
@@ -548,6 +566,7 @@ def run_wrk(
         errors=values["errors"] + values["status_errors"],
         server_cpu_s=server_cpu,
         client_cpu_s=client_cpu,
+        server_timeslices=server_slices,
     )
 
 
@@ -566,10 +585,12 @@ def run_hey(port: int, body_file: Path, rate: float, seconds: float, core: int, 
         f"https://127.0.0.1:{port}/mutate-pods",
     ]  # fmt: skip
     cpu_before, client_before = cpu_seconds(server_pid), _reaped_children_cpu_seconds()
+    slices_before = timeslices(server_pid)
     done = subprocess.run(
         command, capture_output=True, text=True, check=True, preexec_fn=lambda: _isolate(core)
     )
     server_cpu = cpu_seconds(server_pid) - cpu_before
+    server_slices = timeslices(server_pid) - slices_before
     client_cpu = _reaped_children_cpu_seconds() - client_before
     latencies, errors = [], 0
     for line in done.stdout.splitlines()[1:]:
@@ -589,6 +610,7 @@ def run_hey(port: int, body_file: Path, rate: float, seconds: float, core: int, 
         errors=errors,
         server_cpu_s=server_cpu,
         client_cpu_s=client_cpu,
+        server_timeslices=server_slices,
     )
 
 
@@ -866,7 +888,7 @@ async def run(args: argparse.Namespace) -> Result:
                             f"{server.name:>6} {label}: {paced.per_second:,.0f}/s, "
                             f"p50 {paced.p50_ms:.2f} ms, p99 {paced.p99_ms:.2f} ms, "
                             f"server {paced.cpu_per_request_us:.0f} us CPU each, "
-                            f"{paced.errors} errors",
+                            f"{paced.timeslices_per_request:.2f} timeslices each, {paced.errors} errors",
                             flush=True,
                         )
                         _keep_lowest_tail(kept, server.name, paced)
@@ -914,7 +936,8 @@ def render(result: Result) -> str:
             f"| p50 {load.p50_ms:.2f}, p99 {load.p99_ms:.2f} | p50 {at_rate.p50_ms:.2f}, "
             f"p99 {at_rate.p99_ms:.2f}, max {at_rate.max_ms:.1f} "
             f"| {paced.per_second:,.0f}/s: p50 {paced.p50_ms:.2f}, p99 {paced.p99_ms:.2f} "
-            f"| p50 {lone.p50_ms:.2f}, p99 {lone.p99_ms:.2f}; {lone.cpu_per_request_us:.0f} us "
+            f"| p50 {lone.p50_ms:.2f}, p99 {lone.p99_ms:.2f}; {lone.cpu_per_request_us:.0f} us, "
+            f"{lone.timeslices_per_request:.2f} "
             f"| {load.errors + at_rate.errors + paced.errors + lone.errors} |"
         )
     servers = "\n".join(rows)
@@ -934,7 +957,7 @@ def render(result: Result) -> str:
     rate_column = f"latency at {result.rate:,.0f}/s (ms)"
     header = (
         f"| server | wrk throughput | vs Go | server CPU per review | wrk latency (ms) | {rate_column} "
-        "| wrk paced (ms) | one connection alone (ms; server CPU per review) | errors |\n"
+        "| wrk paced (ms) | one connection alone (ms; server CPU and timeslices per review) | errors |\n"
         "|---|---|---|---|---|---|---|---|---|"
     )
     bare = ", and a bare aiohttp server" if "bare" in result.closed else ""
@@ -1013,7 +1036,9 @@ HTTP, paced like one `hey` connection ({HEY_WORKERS / result.rate * 1000:g} ms a
 {echo}. A server's p99 cannot be below the round trip of a program that does no work at all.
 The last column is wrk paced the same way on one connection alone: no request ever waits behind
 another, so its tail is each server's own, and its CPU per review against the throughput column's
-shows what a request costs when it finds the core idle and its caches cold.
+shows what a request costs when it finds the core idle and its caches cold. The timeslices are how
+often the server's threads were put on a core (`/proc/<pid>/task/*/schedstat`), per review: about
+one means each review woke the server once and nothing else did in between.
 
 The decision path alone (decode, look up, mutate, encode; no HTTP, no TLS) costs
 {result.decision_cpu_us:.0f} us per review (best of 5 passes over 2,000 reviews, in the bench process).
