@@ -20,11 +20,10 @@ Public API:
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import IO, Any
 
@@ -57,13 +56,24 @@ def reset_log_fields(token: contextvars.Token[Mapping[str, Any]]) -> None:
     _fields.reset(token)
 
 
-@contextlib.contextmanager
-def log_fields(**fields: Any) -> Iterator[None]:
-    token = bind_log_fields(**fields)
-    try:
-        yield
-    finally:
-        reset_log_fields(token)
+class log_fields:  # lower case: it replaced a function of that name, and reads like one in ``with``
+    """Binds ``fields`` inside a ``with`` block. A class, not ``contextlib.contextmanager``: it is
+    entered once per admission review and per reconcile pass, and a generator-based context
+    manager costs about three times as much (1.8 against 0.7 us per block)."""
+
+    __slots__ = ("_fields", "_token")
+
+    def __init__(self, **fields: Any) -> None:
+        self._fields = fields
+        self._token: contextvars.Token[Mapping[str, Any]] | None = None
+
+    def __enter__(self) -> None:
+        self._token = bind_log_fields(**self._fields)
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._token is not None:
+            reset_log_fields(self._token)
+            self._token = None
 
 
 class ContextFieldsFilter(logging.Filter):

@@ -1,0 +1,45 @@
+"""``check_depth`` at its edge: exactly ``limit`` levels pass, one more is refused, wherever the
+deep branch hides among shallow ones, and a body with many brackets but little depth passes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from webhook.bounds import TooDeep, check_depth
+
+LIMIT = 8
+
+
+def _nested(levels: int, leaf: Any = "leaf") -> Any:
+    """``levels`` containers deep, alternating objects and lists."""
+    value = leaf
+    for level in range(levels):
+        value = {"a": value} if level % 2 else [value]
+    return value
+
+
+def _check(document: Any) -> None:
+    check_depth(document, orjson.dumps(document), limit=LIMIT)
+
+
+@pytest.mark.parametrize("leaf", ["leaf", 1, None, {}, []])
+def test_limit_levels_pass_and_one_more_is_refused(leaf: Any) -> None:
+    inside = 1 if isinstance(leaf, dict | list) else 0  # an empty container is a level too
+    _check(_nested(LIMIT - inside, leaf))
+    with pytest.raises(TooDeep, match=f"more than {LIMIT} levels"):
+        _check(_nested(LIMIT + 1 - inside, leaf))
+
+
+def test_a_deep_branch_among_shallow_ones_is_found() -> None:
+    shallow = [{"x": [1, 2, {"y": "z"}]} for _ in range(20)]  # far more brackets than the limit
+    _check({"items": shallow, "more": shallow})
+    with pytest.raises(TooDeep):
+        _check({"items": shallow, "deep": {"b": _nested(LIMIT)}, "more": shallow})
+
+
+def test_scalars_and_flat_documents_pass() -> None:
+    for document in ("text", 3, None, [], {}, [1, "two", None, 4.5]):
+        _check(document)
