@@ -123,7 +123,7 @@ class AdmissionApp:
         body = request.body
         try:
             document = orjson.loads(body)
-            check_depth(document, body)
+            check_depth(document)
             review = parse_review(document)
         except (ValueError, RecursionError) as exc:
             known = isinstance(exc, MalformedReview | TooDeep)

@@ -1,12 +1,14 @@
 """``check_depth`` at its edge: exactly ``limit`` levels pass, one more is refused, wherever the
-deep branch hides among shallow ones, and a body with many brackets but little depth passes."""
+deep branch hides among shallow ones and whether it ends in a scalar or an empty container; a
+property test holds it to a plain walk of the document."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from webhook.bounds import TooDeep, check_depth
 
@@ -22,7 +24,7 @@ def _nested(levels: int, leaf: Any = "leaf") -> Any:
 
 
 def _check(document: Any) -> None:
-    check_depth(document, orjson.dumps(document), limit=LIMIT)
+    check_depth(document, limit=LIMIT)
 
 
 @pytest.mark.parametrize("leaf", ["leaf", 1, None, {}, []])
@@ -43,3 +45,34 @@ def test_a_deep_branch_among_shallow_ones_is_found() -> None:
 def test_scalars_and_flat_documents_pass() -> None:
     for document in ("text", 3, None, [], {}, [1, "two", None, 4.5]):
         _check(document)
+
+
+def _levels(document: Any) -> int:
+    """How deep ``document`` nests, one container at a time (the reference)."""
+    deepest, pending = 0, [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, depth)
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(JSON_VALUES)
+def test_refused_exactly_when_deeper_than_the_limit(document: Any) -> None:
+    too_deep = _levels(document) > LIMIT
+    try:
+        _check(document)
+    except TooDeep:
+        assert too_deep
+    else:
+        assert not too_deep
