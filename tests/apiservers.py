@@ -19,8 +19,6 @@ def apply_api_server_marks(config: pytest.Config, items: list[pytest.Item], para
 
     - ``needs_newer_kube(reason)``: a strict expected failure on kube-apiserver, so the run shows
       that the test does fail on v1.20, and says so the day it passes;
-    - ``open_on_kube_apiserver(reason)``: a difference not yet understood, so not yet fixed on
-      either side; an expected failure on kube-apiserver that may pass;
     - ``only_on_kube_apiserver(reason)``: the sandbox's variant is deselected, because the test
       needs what only a real server has (a persistent store, say).
     """
@@ -34,10 +32,6 @@ def apply_api_server_marks(config: pytest.Config, items: list[pytest.Item], para
         if lacking is not None and kind == KUBE_APISERVER:
             reason = lacking.args[0] if lacking.args else lacking.kwargs.get("reason", "")
             item.add_marker(pytest.mark.xfail(reason=f"kube-apiserver v1.20 lacks {reason}", strict=True))
-        open_question = item.get_closest_marker("open_on_kube_apiserver")
-        if open_question is not None and kind == KUBE_APISERVER:
-            reason = open_question.args[0] if open_question.args else ""
-            item.add_marker(pytest.mark.xfail(reason=f"open on kube-apiserver: {reason}", strict=False))
         if item.get_closest_marker("only_on_kube_apiserver") is not None and kind != KUBE_APISERVER:
             deselected.append(item)
     if deselected:
