@@ -1046,7 +1046,8 @@ bench time) holding the same TFJobs{bare}. Throughput: `wrk`, 1 thread,
 {result.review_bytes:,} bytes (controller-made pods of random jobs, with the managedFields kube-apiserver
 records for the controller; every one mutated: TF_CONFIG, annotations, schedulerName; a sidecar left
 alone). Latency: `hey` at {result.rate:,.0f} req/s
-(10 connections, each paced to its share), and `wrk` paced (each of {PACED_CONNECTIONS} connections waits
+(10 connections, each paced to its share by its own ticker; the tickers start together, so the
+requests come {HEY_WORKERS} at a time), and `wrk` paced (each of {PACED_CONNECTIONS} connections waits
 {HEY_WORKERS / result.rate * 1000:g} ms after an answer; wrk measures in C, hey in Go).
 {result.rounds} round(s) of {result.seconds:.0f} s per phase,
 alternating between the servers; the best round of each is shown. Python {platform.python_version()},
