@@ -7,7 +7,10 @@ TFJob says about a waiting gang need Volcano's own words, so they run the real s
 kept fresh as a kubelet's heartbeat would: on kube-apiserver, kube-controller-manager's node
 lifecycle controller marks a node that stops reporting Ready=Unknown and taints it unreachable
 after 40 s, and a test slowed down by a busy machine would then wait for a binding that can no
-longer happen.
+longer happen. kube-apiserver also taints every new node ``node.kubernetes.io/not-ready``
+(NoSchedule) until kube-controller-manager sees it Ready and lifts the taint: usually within two
+seconds, but up to half a minute when that controller's node watch is still backing off after a
+test restarted kube-apiserver. So the nodes are handed over only once they are schedulable.
 """
 
 from __future__ import annotations
@@ -26,9 +29,12 @@ from kube.patches import PatchType
 from kube.resources import NODES
 from kubeobjects.times import format_time
 from sandbox.scheduler.runner import Scheduler, SchedulerOptions
+from tests.polling import eventually
 
 # Big enough that what earlier tests left behind in their namespaces never crowds these tests out.
 ROOMY = {"cpu": "1000", "memory": "4000Gi", "pods": "1000"}
+# What the node lifecycle puts on a node that is not (yet) Ready.
+NODE_CONDITION_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
 # A kubelet's default status update period; kube-controller-manager's grace period is 40 s.
 HEARTBEAT_SECONDS = 10.0
 
@@ -53,6 +59,9 @@ async def gang_scheduler(kubeconfig: str, nodes: Sequence[dict[str, Any]]) -> As
     for body in nodes:
         await api.create(NODES, dict(body))
     await _report_ready(api, names)
+    await eventually(
+        lambda: _schedulable(api, names), 90, what="the new nodes schedulable (no not-ready taint)"
+    )
 
     async def heartbeats() -> None:
         while True:
@@ -76,6 +85,14 @@ async def gang_scheduler(kubeconfig: str, nodes: Sequence[dict[str, Any]]) -> As
             with contextlib.suppress(NotFound):
                 await api.delete(NODES, name)
         await api.close()
+
+
+async def _schedulable(api: KubeApi, names: Sequence[str]) -> bool:
+    for name in names:
+        taints = (await api.get(NODES, name))["spec"].get("taints") or []
+        if any(taint.get("key") in NODE_CONDITION_TAINTS for taint in taints):
+            return False
+    return True
 
 
 async def _report_ready(api: KubeApi, names: Sequence[str]) -> None:

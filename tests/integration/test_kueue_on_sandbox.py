@@ -85,7 +85,10 @@ async def test_a_suspended_job_runs_with_the_templates_kueue_gave_it_and_stops_w
             placed = len(pods) == 2 and all(p["spec"].get("nodeName") == host for p in pods.values())
             return pods if placed else None
 
-        pods = await eventually(bound, 30, what="both pods bound to the pool-a node")
+        try:
+            pods = await eventually(bound, 30, what="both pods bound to the pool-a node")
+        except AssertionError as timed_out:
+            raise AssertionError(f"{timed_out}; {await _placement(cluster, 'queued')}") from None
         for pod in pods.values():
             assert pod["spec"]["nodeSelector"] == {"pool": "a"}
             assert {"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in pod[
@@ -110,6 +113,13 @@ async def test_a_suspended_job_runs_with_the_templates_kueue_gave_it_and_stops_w
 
             await eventually(all_gone, 30, what="the preempted job's children deleted")
         assert last_state(await cluster.job("queued")) == "Suspended"
+
+
+async def _placement(cluster: Cluster, name: str) -> str:
+    """What a wait for the pods' binding saw last: the PodGroup's phase, each pod's node."""
+    podgroup = await cluster.podgroup(name) or {}
+    nodes = {pod: body["spec"].get("nodeName") for pod, body in (await cluster.pods(name)).items()}
+    return f"PodGroup phase {podgroup.get('status', {}).get('phase')}, pods on nodes {nodes}"
 
 
 async def _state_is(cluster: Cluster, name: str, state: str) -> bool:
