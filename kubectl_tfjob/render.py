@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from kubectl_tfjob.explain import Explanation
-from kubectl_tfjob.status import Countdown, JobStatusView
+from kubectl_tfjob.status import Countdown, GangView, JobStatusView
 
 OUTPUT_FORMATS = ("text", "yaml", "json")
 
@@ -80,62 +80,118 @@ def _countdown_text(countdown: Countdown) -> str:
     return f"{countdown['seconds']}s, at {countdown['at']} ({left})"
 
 
-def status_text(view: JobStatusView) -> str:
-    lines = [f"TFJob {view['namespace']}/{view['name']}: {view['state'] or '<no condition yet>'}"]
-    lines.append("Conditions:")
-    for condition in view["conditions"] or [{}]:
-        if not condition:
-            lines.append("  <none>")
+def _joined(*parts: object) -> str:
+    """Words with the empty ones left out, so a missing reason or time leaves no stray space."""
+    return " ".join(str(part) for part in parts if part not in (None, ""))
+
+
+def _with_message(head: str, message: object) -> str:
+    # A condition or event without a message ends at its reason, never at a colon.
+    return f"{head}: {message}" if message else head
+
+
+def _condition_text(condition: Mapping[str, Any], *, with_time: bool) -> str:
+    when = condition.get("lastTransitionTime") if with_time else None
+    head = _joined(
+        f"{condition.get('type')}={condition.get('status')}",
+        condition.get("reason"),
+        f"({when})" if when else None,
+    )
+    return _with_message(head, condition.get("message"))
+
+
+def _state_line(view: JobStatusView) -> str:
+    state = view["state"] or "no condition yet (the controller has not written the job's status)"
+    return f"TFJob {view['namespace']}/{view['name']}: {state}"
+
+
+def _replica_lines(view: JobStatusView) -> list[str]:
+    statuses = view["replicaStatuses"]
+    desired = view.get("desiredReplicas") or {}
+    lines = []
+    for rtype in [*desired, *(rtype for rtype in statuses if rtype not in desired)]:
+        wanted = f"{desired[rtype]} wanted" if rtype in desired else "not in the spec"
+        counts = statuses.get(rtype)
+        if not isinstance(counts, dict):
+            lines.append(f"  {rtype}: {wanted}; not counted yet")
             continue
-        lines.append(
-            f"  {condition.get('type')}={condition.get('status')} {condition.get('reason', '')}"
-            f" ({condition.get('lastTransitionTime', '')}): {condition.get('message', '')}"
-        )
-    lines.append("Replicas:")
-    for rtype, counts in view["replicaStatuses"].items() or [("<none yet>", {})]:
-        lines.append(f"  {rtype}: {_pairs(counts) if isinstance(counts, dict) else counts}")
+        # The controller leaves zero counts out (upstream's omitempty): {} is 0 active, 0 done.
+        numbers = ", ".join(f"{key} {counts.get(key) or 0}" for key in ("active", "succeeded", "failed"))
+        lines.append(f"  {rtype}: {wanted}; {numbers}")
+    return lines or ["  none in the spec"]
+
+
+def _restarts_line(view: JobStatusView) -> str:
     restarts = view["restarts"]
     limit = restarts["backoffLimit"]
-    lines.append(
-        f"Restarts: {restarts['counted']} of backoffLimit {limit if limit is not None else '<none>'}"
-    )
+    # Upstream semantics: backoffLimit is checked only when set; unset means no limit.
+    limit_text = f"backoffLimit {limit}" if limit is not None else "no backoffLimit set"
+    if "completionTime" in view:
+        # The pods that carried the in-place restarts may be gone: the count means nothing now.
+        return f"Restarts: no longer counted, the job has finished ({limit_text})"
+    if limit is None:
+        return f"Restarts: {restarts['counted']} (no backoffLimit set: restarts are not limited)"
+    return f"Restarts: {restarts['counted']} of backoffLimit {limit}"
+
+
+ABSENCE_TEXT = {
+    "NotCreatedYet": "not created yet (the controller creates it before any pod)",
+    "DeletedWhenFinished": "deleted when the job finished",
+    "DeletedWhileSuspended": "deleted while the job is suspended (created again on resume)",
+}
+
+
+def _gang_lines(gang: GangView) -> list[str]:
+    if not gang["exists"]:
+        absence = ABSENCE_TEXT.get(gang.get("absence") or "NotCreatedYet", "not there")
+        return [f"PodGroup {gang['podGroup']}: {absence}"]
+    details = [f"phase {gang['phase']}" if gang["phase"] else "no phase yet"]
+    if "minMember" in gang:
+        details.append(f"minMember {gang['minMember']}")
+    if "running" in gang:
+        details.append(f"running {gang['running']}")
+    if "queue" in gang:
+        details.append(f"queue {gang['queue']}")
+    admitted = "admitted" if gang["admitted"] else "waiting for the gang scheduler"
+    lines = [f"PodGroup {gang['podGroup']}: {', '.join(details)} ({admitted})"]
+    lines += [f"  {_condition_text(condition, with_time=False)}" for condition in gang["conditions"]]
+    timeout = gang.get("scheduleTimeout")
+    if timeout is not None:
+        lines.append(f"  schedule timeout: {_countdown_text(timeout)}")
+    return lines
+
+
+def status_text(view: JobStatusView) -> str:
+    lines = [_state_line(view)]
+    if "startTime" in view:
+        lines.append(f"Started: {view['startTime']}")
+    if "completionTime" in view:
+        lines.append(f"Completed: {view['completionTime']}")
+    lines.append("Conditions:")
+    lines += [f"  {_condition_text(condition, with_time=True)}" for condition in view["conditions"]]
+    if not view["conditions"]:
+        lines.append("  none yet")
+    lines.append("Replicas:")
+    lines += _replica_lines(view)
+    lines.append(_restarts_line(view))
     deadline = view.get("activeDeadline")
     if deadline is not None:
         lines.append(f"Active deadline: {_countdown_text(deadline)}")
     gang = view.get("gang")
     if gang is not None:
-        if not gang["exists"]:
-            lines.append(f"PodGroup {gang['podGroup']}: not created yet")
-        else:
-            details = [f"phase {gang['phase'] or '<none>'}"]
-            if "minMember" in gang:
-                details.append(f"minMember {gang['minMember']}")
-            if "running" in gang:
-                details.append(f"running {gang['running']}")
-            if "queue" in gang:
-                details.append(f"queue {gang['queue']}")
-            admitted = "admitted" if gang["admitted"] else "waiting for the gang scheduler"
-            lines.append(f"PodGroup {gang['podGroup']}: {', '.join(details)} ({admitted})")
-        for condition in gang["conditions"]:
-            lines.append(
-                f"  {condition.get('type')}={condition.get('status')} {condition.get('reason', '')}: "
-                f"{condition.get('message', '')}"
-            )
-        timeout = gang.get("scheduleTimeout")
-        if timeout is not None:
-            lines.append(f"  schedule timeout: {_countdown_text(timeout)}")
+        lines += _gang_lines(gang)
     lines.append("Pods:")
     if not view["pods"]:
-        lines.append("  <none>")
+        lines.append("  none")
     for pod in view["pods"]:
         lines.append(
-            f"  {pod['name']}: {pod['phase']}, restarts {pod['restarts']}, node {pod['node'] or '<none>'}"
+            f"  {pod['name']}: {pod['phase']}, restarts {pod['restarts']}, "
+            f"node {pod['node'] or '(not scheduled)'}"
         )
     if view["events"]:
         lines.append("Events:")
         for event in view["events"]:
-            lines.append(
-                f"  {event['lastTimestamp']} {event['type']} {event['reason']} {event['object']}"
-                f" (x{event['count']}): {event['message']}"
-            )
+            count = f"(x{event['count']})"
+            head = _joined(event["lastTimestamp"], event["type"], event["reason"], event["object"], count)
+            lines.append(f"  {_with_message(head, event['message'])}")
     return "\n".join(lines) + "\n"

@@ -3,20 +3,27 @@
 ``read_status`` does the I/O (the TFJob, its pods, its PodGroup and recent events);
 ``job_status`` is pure and reads them with the planner's own rules (``tfjob.planner.progress``),
 so the restarts, deadlines and gang timeout shown are the ones the controller acts on.
+
+The view is the ``-o yaml|json`` output too, so its fields are an interface: new ones are added,
+none renamed. A missing PodGroup says why it is missing (``gang.absence``): the controller creates
+it before any pod, deletes it when the job finishes and while the job is suspended.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from kube.api import KubeApi
 from kube.errors import BadRequest, NotFound
 from kube.resources import EVENTS, PODS
 from kubectl_tfjob.resources import TFJOBS, podgroup_resource
+from tfjob.constants import COND_SUSPENDED
+from tfjob.facts import read_facts
 from tfjob.naming import job_selector
 from tfjob.planner import format_time, progress
+from tfjob.planner.conditions import is_true
 from tfjob.planner.observed import restart_count
 from tfjob.settings import Settings
 from tfjob.wire import PodGroup, TFJob
@@ -36,9 +43,15 @@ class Restarts(TypedDict):
     backoffLimit: int | None
 
 
+# Why a job has no PodGroup: the controller has not made it yet, or deleted it with the job's end
+# (Succeeded or Failed) or its suspension (made again on resume).
+Absence = Literal["NotCreatedYet", "DeletedWhenFinished", "DeletedWhileSuspended"]
+
+
 class GangView(TypedDict):
     podGroup: str
     exists: bool
+    absence: NotRequired[Absence]
     phase: str
     admitted: bool
     minMember: NotRequired[int]
@@ -61,6 +74,9 @@ class JobStatusView(TypedDict):
     state: str
     conditions: list[dict[str, Any]]
     replicaStatuses: dict[str, Any]
+    desiredReplicas: dict[str, int]  # the spec's replicas per type, defaulted (1 when unset)
+    startTime: NotRequired[str]
+    completionTime: NotRequired[str]
     restarts: Restarts
     activeDeadline: NotRequired[Countdown]
     gang: NotRequired[GangView]
@@ -111,15 +127,29 @@ def job_status(
         state=str(conditions[-1].get("type") or "") if conditions else "",
         conditions=conditions,
         replicaStatuses=dict(status.get("replicaStatuses") or {}),
+        desiredReplicas={replica.rtype: replica.replicas for replica in read_facts(job).replica_types},
         restarts=Restarts(counted=limits.restarts, backoffLimit=limits.backoff_limit),
         pods=sorted((_pod_row(pod) for pod in pods), key=lambda row: row["name"]),
         events=_recent(events),
     )
+    start, completion = status.get("startTime"), status.get("completionTime")
+    if isinstance(start, str):
+        view["startTime"] = start
+    if isinstance(completion, str):
+        view["completionTime"] = completion
     run_policy: Any = (job.get("spec") or {}).get("runPolicy") or {}
     if limits.deadline is not None:
         view["activeDeadline"] = _countdown(run_policy.get("activeDeadlineSeconds"), limits.deadline, now)
     if settings.gang_enabled:
         view["gang"] = _gang(view["name"], podgroup, limits.podgroup_phase, limits.gang_admitted)
+        if podgroup is None:
+            view["gang"]["absence"] = (
+                "DeletedWhenFinished"
+                if limits.finished
+                else "DeletedWhileSuspended"
+                if is_true(status.get("conditions") or [], COND_SUSPENDED)
+                else "NotCreatedYet"
+            )
         if limits.gang_deadline is not None:
             timeout = (run_policy.get("schedulingPolicy") or {}).get("scheduleTimeoutSeconds")
             view["gang"]["scheduleTimeout"] = _countdown(timeout, limits.gang_deadline, now)
