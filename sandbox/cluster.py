@@ -58,7 +58,6 @@ __all__ = [
     "ClusterHandle",
     "ClusterOptions",
     "LocalCluster",
-    "serve_cluster",
     "start_cluster",
 ]
 
@@ -396,48 +395,6 @@ async def _http_ok(port: int) -> bool:
             return response.status == 200
     except (aiohttp.ClientError, OSError, TimeoutError):
         return False
-
-
-# -- a cluster in the foreground -----------------------------------------------------------------
-
-
-async def serve_cluster(options: ClusterOptions, emit: Callable[[str], None] = print) -> int:
-    """Run the cluster until SIGINT or SIGTERM (0) or until a component dies (1)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signum, stop.set)
-    cluster = LocalCluster(options)
-    try:
-        await cluster.start()
-    except ClusterError as error:
-        emit(f"the sandbox did not start: {error}")
-        return 1
-    try:
-        emit(f"sandbox API server at {cluster.url}; kubeconfig written to {cluster.kubeconfig}")
-        if options.nodes:
-            emit(f"node agent running nodes {options.nodes}; gang scheduler running")
-        else:
-            emit("gang scheduler running; no nodes (--nodes)")
-        if options.operator:
-            emit(
-                f"tfgang webhook at https://127.0.0.1:{cluster.webhook_port} and controller running "
-                f"(ops ports {cluster.ops_ports['webhook']}, {cluster.ops_ports['controller']})"
-            )
-        emit(f"component logs in {cluster.log_dir}; Ctrl-C stops everything")
-        stopped = asyncio.create_task(stop.wait())
-        failed = asyncio.create_task(cluster.supervisor.failed.wait())
-        await asyncio.wait({stopped, failed}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (stopped, failed):
-            task.cancel()
-        if cluster.supervisor.failed.is_set():
-            emit(f"stopping the sandbox: {cluster.supervisor.failure}")
-            return 1
-        emit("stopping the sandbox")
-    finally:
-        await cluster.stop()
-    return 0
 
 
 # -- a cluster on a background thread ------------------------------------------------------------

@@ -3,6 +3,10 @@
 By default the whole local cluster runs (``sandbox.cluster``): this API server, the gang
 scheduler and a node agent for ``--nodes``, plus the tfgang webhook and controller with
 ``--operator``. ``--api-only`` runs the API server alone. SIGINT or SIGTERM stop everything.
+
+What it prints names every port (the API server's, the webhook's, each component's ops port), and
+the folder of the components' logs, kubeconfigs and certificates (``--workdir``) is printed first
+and kept after exit, so a failure can be read after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import importlib.util
 import logging
 import os
 import signal
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kube.flags import Flags, integer, number, port
 from sandbox.apiserver.faults import FAULT_CODES, MAX_LATENCY, ErrorRule, StandingFaults
@@ -39,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--operator", False, "also run the tfgang webhook and controller", switch=True)
     add("--api-only", False, "run the API server alone: no scheduler, node agent or operator", switch=True)
     add("--tfjob-crd", None, "the TFJob CRD file (default: the chart's)")
+    add(
+        "--workdir",
+        None,
+        "keep the components' logs, kubeconfigs and certificates here, after exit too "
+        "(default: a new tfgang-sandbox-* folder in the temporary directory)",
+        type=Path,
+    )
     add(
         "--watch-window",
         DEFAULT_WATCH_WINDOW,
@@ -123,21 +136,68 @@ async def _serve_api_only(args: argparse.Namespace, crd: str | None) -> int:
 
 def _serve_cluster(args: argparse.Namespace, crd: str | None) -> int:
     cluster = importlib.import_module("sandbox.cluster")
+    workdir: Path = args.workdir or Path(tempfile.mkdtemp(prefix="tfgang-sandbox-"))
     options = cluster.ClusterOptions(
         nodes=args.nodes,
         operator=args.operator,
         port=args.port,
         kubeconfig=Path(args.kubeconfig),
+        workdir=workdir,
         tfjob_crd=crd,
         watch_window=args.watch_window,
         faults=standing_faults(args),
     )
-
-    def emit(line: str) -> None:
-        print(line, flush=True)
-
-    result: int = asyncio.run(cluster.serve_cluster(options, emit))
+    # Before anything starts, so a cluster that fails to start still says where to look.
+    _emit(f"component logs in {workdir / 'logs'} (kept after exit)")
+    result: int = asyncio.run(_serve(cluster, options))
+    _emit(f"component logs kept in {workdir / 'logs'}")
     return result
+
+
+def _emit(line: str) -> None:
+    print(line, flush=True)
+
+
+def ports_line(webhook_port: int, ops_ports: dict[str, int]) -> str:
+    """The operator's ports, each named: the webhook's HTTPS port, then every ops port."""
+    ops = ", ".join(f"{name} ops :{port}" for name, port in ops_ports.items())
+    return f"tfgang webhook at https://127.0.0.1:{webhook_port}; {ops} (/healthz, /readyz, /metrics)"
+
+
+async def _serve(cluster: Any, options: Any) -> int:
+    """Run the cluster until SIGINT or SIGTERM (0) or until a component dies (1)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop.set)
+    local = cluster.LocalCluster(options)
+    try:
+        await local.start()
+    except cluster.ClusterError as error:
+        _emit(f"the sandbox did not start: {error}")
+        return 1
+    try:
+        _emit(f"sandbox API server at {local.url}; kubeconfig written to {local.kubeconfig}")
+        if options.nodes:
+            _emit(f"node agent running nodes {options.nodes}; gang scheduler running")
+        else:
+            _emit("gang scheduler running; no nodes (--nodes)")
+        if options.operator:
+            _emit(ports_line(local.webhook_port, local.ops_ports))
+        _emit("Ctrl-C stops everything")
+        stopped = asyncio.create_task(stop.wait())
+        failed = asyncio.create_task(local.supervisor.failed.wait())
+        await asyncio.wait({stopped, failed}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (stopped, failed):
+            task.cancel()
+        if local.supervisor.failed.is_set():
+            _emit(f"stopping the sandbox: {local.supervisor.failure}")
+            return 1
+        _emit("stopping the sandbox")
+    finally:
+        await local.stop()
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
