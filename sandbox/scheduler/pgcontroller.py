@@ -2,7 +2,7 @@
 
 A pod for the Volcano scheduler without the ``scheduling.k8s.io/group-name`` annotation would never
 be scheduled. vc-controller-manager gives it ``podgroup-<uid>`` (the uid of its controller owner, or
-its own), with ``minMember: 1``, then annotates the pod (reference volcano.md §2.2). Pods of one
+its own), with ``minMember: 1``, then annotates the pod (Volcano's pg-controller). Pods of one
 owner share that PodGroup, which is exactly why an unannotated gang member loses the gang guarantee.
 """
 

@@ -1,6 +1,6 @@
 """PodGroup status as Volcano writes it at the close of a session: phase, counters, conditions.
 
-Rules (reference volcano.md §1.4, §1.5), applied in order each session:
+Rules (Volcano's session close, as its scheduler writes them), applied in order each session:
 
 1. some pods Running and the gang was unschedulable this session -> ``Unknown``;
 2. scheduled pods (bound, running, releasing, succeeded, failed) >= minMember -> ``Running``, or

@@ -1,6 +1,6 @@
 """What Kubeflow training-operator v1.9 (``--gang-scheduler-name=volcano``) leaves in a cluster for
-a TFJob it created and drives, built by hand from the reference (``tfjob-semantics.md`` §3.3-§3.5,
-§4.2, §5.11, §6.2, §6.4), never through tfgang's own builders: the adoption tests must prove
+a TFJob it created and drives, built by hand from the operator's v1.9 source (its pods, services,
+``TF_CONFIG``, status and PodGroup), never through tfgang's own builders: the adoption tests must prove
 tfgang accepts the operator's objects, not its own.
 
 A job of 1 PS and 2 Workers named ``J`` in namespace ``NS``:

@@ -1,6 +1,6 @@
 """Why a job that should be starting is not: the gang scheduler's and the API's own words.
 
-Volcano says why a gang waits in three places (reference volcano.md §1.5), read here in order:
+Volcano says why a gang waits in three places, read here in order:
 
 1. the PodGroup's current condition (the True one with the newest ``lastTransitionTime``): an
    ``Unschedulable`` one carries ``<N>/<M> tasks in gang unschedulable: <fit error>``;
