@@ -25,8 +25,7 @@ import base64
 import binascii
 import copy
 import re
-from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -42,7 +41,9 @@ JsonSchema = Mapping[str, Any]
 _RESOURCE_IDENTITY: Final = ("apiVersion", "kind", "metadata")
 
 # kube-openapi treats a float with no fraction (``1.0``) as an integer, as Draft 6 does.
-_KubeValidator: Any = jsonschema.validators.extend(Draft4Validator, type_checker=Draft6Validator.TYPE_CHECKER)
+_KubeValidator: Any = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    Draft4Validator, type_checker=Draft6Validator.TYPE_CHECKER
+)
 
 _TRANSITION_RULES: Final = frozenset({"self == oldSelf", "oldSelf == self"})
 
@@ -74,9 +75,11 @@ def _format_checker() -> FormatChecker:
     checker.checks("date-time")(_date_time)
     checker.checks("byte")(_byte)
     checker.checks("uuid")(
-        lambda value: not isinstance(value, str)
-        or re.fullmatch(r"(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}", value)
-        is not None
+        lambda value: (
+            not isinstance(value, str)
+            or re.fullmatch(r"(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}", value)
+            is not None
+        )
     )
     return checker
 
@@ -260,7 +263,7 @@ def apply_defaults(schema: JsonSchema, value: Any) -> None:
 
 
 # --- jsonschema's errors as kube-apiserver's field errors ------------------------------------------
-def _path(parts: deque[str | int] | list[str | int]) -> str:
+def _path(parts: Iterable[str | int]) -> str:
     # kube-openapi names a nested field by joining the keys and list indices with dots.
     return ".".join(str(part) for part in parts)
 
@@ -283,13 +286,16 @@ def _field_errors(error: ValidationError, missing_reported: set[tuple[str, str]]
     path = _path(error.absolute_path)
     keyword = str(error.validator)
     rule: Any = error.validator_value
-    value = error.instance
+    value: Any = error.instance
+    node: Any = error.schema
     where = f"{path} in body"
     if keyword == "type":
         actual = _json_type(value)
         expected = ",".join(rule) if isinstance(rule, list) else str(rule)
         expected = expected.removesuffix(",null")
-        return [FieldError(path, ErrorType.INVALID, f'{where} must be of type {expected}: "{actual}"', actual)]
+        return [
+            FieldError(path, ErrorType.INVALID, f'{where} must be of type {expected}: "{actual}"', actual)
+        ]
     if keyword == "required":
         errors = []
         for name in rule:
@@ -300,7 +306,7 @@ def _field_errors(error: ValidationError, missing_reported: set[tuple[str, str]]
     if keyword == "enum":
         return [unsupported(path, value, rule)]
     if keyword in ("minimum", "maximum"):
-        exclusive = bool(error.schema.get(f"exclusive{keyword[:1].upper()}{keyword[1:]}"))
+        exclusive = bool(node.get(f"exclusive{keyword[:1].upper()}{keyword[1:]}"))
         word = "greater than" if keyword == "minimum" else "less than"
         return [
             FieldError(
@@ -335,9 +341,7 @@ def _field_errors(error: ValidationError, missing_reported: set[tuple[str, str]]
     return [FieldError(path, ErrorType.INVALID, f"{where} {error.message}", _json_type(value))]
 
 
-def _transition_errors(
-    schema: JsonSchema, value: Any, old: Any, path: str, errors: list[FieldError]
-) -> None:
+def _transition_errors(schema: JsonSchema, value: Any, old: Any, path: str, errors: list[FieldError]) -> None:
     """``self == oldSelf`` rules, on fields present both before and after the update."""
     for rule in schema.get("x-kubernetes-validations") or []:
         expression = " ".join(str(rule.get("rule", "")).split())

@@ -205,7 +205,10 @@ def test_nulls_of_non_nullable_fields_are_dropped(path: list[str]) -> None:
 
 
 def test_a_null_suspend_takes_the_default() -> None:
-    assert admitted(broken(["spec", "runPolicy", "suspend"], None)).object["spec"]["runPolicy"]["suspend"] is False
+    assert (
+        admitted(broken(["spec", "runPolicy", "suspend"], None)).object["spec"]["runPolicy"]["suspend"]
+        is False
+    )
 
 
 def test_status_is_ignored_on_create_as_with_the_status_subresource() -> None:
