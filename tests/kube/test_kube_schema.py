@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kube.schema import StructuralSchema, to_json_schema
 
@@ -287,3 +289,23 @@ def test_the_translation_for_jsonschema() -> None:
     assert to_json_schema(
         {"type": "object", "default": {}, "x-kubernetes-preserve-unknown-fields": True}
     ) == {"type": "object"}
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=20,
+)
+_FIELDS = st.sampled_from([*sorted(SCHEMA["properties"]["spec"]["properties"]), "other"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(spec=st.dictionaries(_FIELDS, _JSON, max_size=6))
+def test_any_shape_gets_a_verdict_never_an_exception(spec: dict[str, Any]) -> None:
+    result = schema().admit({"apiVersion": "example.com/v1", "kind": "Thing", "spec": spec})
+    assert all(str(error) for error in result.errors)
+    # What was kept validates the same way again: decoding is idempotent.
+    again = schema().admit(result.object)
+    assert again.object == result.object and again.pruned == ()
