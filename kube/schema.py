@@ -264,8 +264,9 @@ def apply_defaults(schema: JsonSchema, value: Any) -> None:
 
 # --- jsonschema's errors as kube-apiserver's field errors ------------------------------------------
 def _path(parts: Iterable[str | int]) -> str:
-    # kube-openapi names a nested field by joining the keys and list indices with dots.
-    return ".".join(str(part) for part in parts)
+    # kube-openapi (v1.20) names a nested field by its keys joined with dots; list items are named
+    # by their list's path, with no index.
+    return ".".join(part for part in parts if isinstance(part, str))
 
 
 def _json_type(value: Any) -> str:
@@ -316,8 +317,9 @@ def _field_errors(error: ValidationError, missing_reported: set[tuple[str, str]]
                 value,
             )
         ]
+    # kube-openapi's bad value: the string for lengths, the count for items, the limit for properties.
     if keyword == "maxLength":
-        return [FieldError(path, ErrorType.TOO_LONG, f"may not be more than {rule} bytes")]
+        return [FieldError(path, ErrorType.INVALID, f"{where} should be at most {rule} chars long", value)]
     if keyword == "minLength":
         return [FieldError(path, ErrorType.INVALID, f"{where} should be at least {rule} chars long", value)]
     if keyword == "pattern":
@@ -325,14 +327,13 @@ def _field_errors(error: ValidationError, missing_reported: set[tuple[str, str]]
     if keyword == "format":
         return [FieldError(path, ErrorType.INVALID, f'{where} must be of type {rule}: "{value}"', value)]
     if keyword == "maxItems":
-        return [FieldError(path, ErrorType.TOO_MANY, f"must have at most {rule} items", len(value))]
+        return [FieldError(path, ErrorType.INVALID, f"{where} should have at most {rule} items", len(value))]
     if keyword == "minItems":
-        return [FieldError(path, ErrorType.INVALID, f"{where} should have at least {rule} items", value)]
+        return [FieldError(path, ErrorType.INVALID, f"{where} should have at least {rule} items", len(value))]
     if keyword == "maxProperties":
-        return [FieldError(path, ErrorType.TOO_MANY, f"must have at most {rule} items", len(value))]
+        return [FieldError(path, ErrorType.INVALID, f"{where} should have at most {rule} properties", rule)]
     if keyword == "minProperties":
-        detail = f"{where} should have at least {rule} properties"
-        return [FieldError(path, ErrorType.INVALID, detail, _json_type(value))]
+        return [FieldError(path, ErrorType.INVALID, f"{where} should have at least {rule} properties", rule)]
     if keyword == "uniqueItems":
         return [FieldError(path, ErrorType.DUPLICATE, "", value)]
     if keyword == "multipleOf":

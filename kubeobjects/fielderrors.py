@@ -21,13 +21,11 @@ class ErrorType(StrEnum):
     FORBIDDEN = "Forbidden"
     UNSUPPORTED = "Unsupported value"
     DUPLICATE = "Duplicate value"
-    TOO_LONG = "Too long"
-    TOO_MANY = "Too many"
 
     @property
     def shows_value(self) -> bool:
         """Whether the message quotes the value (apimachinery's ErrorBody)."""
-        return self not in (ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG)
+        return self not in (ErrorType.REQUIRED, ErrorType.FORBIDDEN)
 
     @property
     def reason(self) -> str:
@@ -41,8 +39,6 @@ _REASONS = {
     ErrorType.FORBIDDEN: "FieldValueForbidden",
     ErrorType.UNSUPPORTED: "FieldValueNotSupported",
     ErrorType.DUPLICATE: "FieldValueDuplicate",
-    ErrorType.TOO_LONG: "FieldValueTooLong",
-    ErrorType.TOO_MANY: "FieldValueTooMany",
 }
 
 

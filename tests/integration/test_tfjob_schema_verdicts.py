@@ -306,4 +306,4 @@ async def test_the_api_server_the_webhook_and_explain_agree_on_every_case(
                 disagreements.append(
                     f"{spec_case.name}: stored {server.stored['spec']}, kube.schema's {decoded['spec']}"
                 )
-    assert disagreements == []
+    assert disagreements == [], "\n".join(disagreements)

@@ -128,7 +128,7 @@ def test_a_job_without_replicas_is_refused_as_the_cluster_refuses_it(replica_spe
     view = explain(job, Settings())  # type: ignore[arg-type]
     assert view["valid"] is False and view.get("refusedBy") == "schema"
     assert view["errors"] == [
-        'spec.tfReplicaSpecs: Invalid value: "object": spec.tfReplicaSpecs in body should have at least 1 '
+        'spec.tfReplicaSpecs: Invalid value: 1: spec.tfReplicaSpecs in body should have at least 1 '
         "properties"
     ]
 

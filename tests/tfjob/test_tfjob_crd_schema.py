@@ -227,7 +227,7 @@ def test_a_job_without_replica_specs_is_refused_with_kube_apiservers_words() -> 
     job = copy.deepcopy(seed_job("normal"))
     job["spec"]["tfReplicaSpecs"] = {"Worker": None}
     assert errors_of(job) == [
-        'spec.tfReplicaSpecs: Invalid value: "object": spec.tfReplicaSpecs in body should have at least 1 '
+        'spec.tfReplicaSpecs: Invalid value: 1: spec.tfReplicaSpecs in body should have at least 1 '
         "properties"
     ]
 
