@@ -23,7 +23,6 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 import yaml
 
 from kube.schema import StructuralSchema
-from kubeobjects.fielderrors import aggregate as aggregate_errors
 from kubeobjects.meta import Meta, mapping, text
 from tfjob.constants import CONTAINER_NAME, LABEL_REPLICA_TYPE, TF_CONFIG_ENV
 from tfjob.facts import read_facts
@@ -110,8 +109,8 @@ def explain(
             refusedBy="schema",
             errors=[str(error) for error in admitted.errors],
             notes=[
-                "kube-apiserver refuses this TFJob (the TFJob CRD's schema), so nothing is created: "
-                + aggregate_errors(admitted.errors)
+                "kube-apiserver refuses this TFJob before any webhook sees it (the errors break the TFJob "
+                "CRD's schema), so nothing is created"
             ],
             spec={},
             pods=[],
