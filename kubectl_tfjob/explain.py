@@ -18,11 +18,10 @@ import functools
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
 import yaml
 
-from kube.schema import StructuralSchema
 from kubeobjects.meta import Meta, mapping, text
 from tfjob.constants import CONTAINER_NAME, LABEL_REPLICA_TYPE, TF_CONFIG_ENV
 from tfjob.facts import read_facts
@@ -34,6 +33,9 @@ from tfjob.tfconfig import tf_config
 from tfjob.validation import aggregate, validate_create
 from tfjob.wire import Pod, PodGroup, Service, TFJob
 
+if TYPE_CHECKING:
+    from kube.schema import StructuralSchema
+
 # A PodGroup phase in which the controller creates pods (any of kubeobjects.volcano.ADMITTED_PHASES would do).
 _ADMITTED = "Inqueue"
 USER_TF_CONFIG_KEPT = 'container "tensorflow" already sets TF_CONFIG: the pod keeps its own value'
@@ -44,6 +46,10 @@ _CRD_RESOURCE = "kubeflow.org_tfjobs.yaml"
 @functools.cache
 def tfjob_schema() -> StructuralSchema:
     """The TFJob CRD's schema, as the chart installs it."""
+    # Imported here: jsonschema takes a few hundred milliseconds to import, which `status` and
+    # `logs` need not pay.
+    from kube.schema import StructuralSchema
+
     crd = yaml.safe_load(resources.files(__package__).joinpath(_CRD_RESOURCE).read_text(encoding="utf-8"))
     return StructuralSchema.of_crd(crd)
 
