@@ -85,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
         parents=shared,
         help="offline: the defaulted spec, PodGroup, pods, TF_CONFIG and services tfgang creates",
         description=(
-            "Offline, with no cluster: validate a TFJob as the webhook does and show what the controller "
+            "Offline, with no cluster: take a TFJob as kube-apiserver would (the TFJob CRD's schema, after "
+            "pruning unknown fields, dropping nulls and applying defaults), validate it as the webhook does, "
+            "and show what the controller "
             "and webhook create for it: the defaulted spec, the PodGroup (minMember, minResources, queue), "
             "each pod's name, labels, annotations and TF_CONFIG, and the headless services. "
             "Exits 1 when the job is invalid."

@@ -1,9 +1,12 @@
 """``kubectl tfjob explain``: what tfgang would create for a TFJob, computed offline (pure).
 
-The answer is the operator's own: the job is validated as the webhook validates it, then the
-reconcile planner is run on it twice, the way the controller meets a new job: once with no
-PodGroup (it creates the PodGroup and holds pods back), once with that PodGroup admitted (it
-creates the pods and services). Each pod then gets what pod admission adds (``TF_CONFIG`` and
+The answer is the cluster's and the operator's own. The job is first taken as kube-apiserver
+takes it: against the TFJob CRD's schema (``kube.schema``: unknown fields pruned, nulls of
+non-nullable fields dropped, defaults applied, then the schema's rules), then validated as the
+webhook validates the object it receives, that decoded one. Then the reconcile planner is run
+on it twice, the way the controller meets a new job: once with no PodGroup (it creates the
+PodGroup and holds pods back), once with that PodGroup admitted (it creates the pods and
+services). Each pod then gets what pod admission adds (``TF_CONFIG`` and
 ``tfjob.pods.gang_marks``). PriorityClass values are not known offline, so every class counts as
 0 in ``minResources`` ordering unless given.
 """
@@ -11,9 +14,13 @@ creates the pods and services). Each pod then gets what pod admission adds (``TF
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, NotRequired, TypedDict
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
+
+import yaml
 
 from kubeobjects.meta import Meta, mapping, text
 from tfjob.constants import CONTAINER_NAME, LABEL_REPLICA_TYPE, TF_CONFIG_ENV
@@ -26,9 +33,25 @@ from tfjob.tfconfig import tf_config
 from tfjob.validation import aggregate, validate_create
 from tfjob.wire import Pod, PodGroup, Service, TFJob
 
+if TYPE_CHECKING:
+    from kube.schema import StructuralSchema
+
 # A PodGroup phase in which the controller creates pods (any of kubeobjects.volcano.ADMITTED_PHASES would do).
 _ADMITTED = "Inqueue"
 USER_TF_CONFIG_KEPT = 'container "tensorflow" already sets TF_CONFIG: the pod keeps its own value'
+# The chart's CRD (charts/tfgang/crds/), shipped with the plugin so that explain works offline.
+_CRD_RESOURCE = "kubeflow.org_tfjobs.yaml"
+
+
+@functools.cache
+def tfjob_schema() -> StructuralSchema:
+    """The TFJob CRD's schema, as the chart installs it."""
+    # Imported here: jsonschema takes a few hundred milliseconds to import, which `status` and
+    # `logs` need not pay.
+    from kube.schema import StructuralSchema
+
+    crd = yaml.safe_load(resources.files(__package__).joinpath(_CRD_RESOURCE).read_text(encoding="utf-8"))
+    return StructuralSchema.of_crd(crd)
 
 
 class PodView(TypedDict):
@@ -53,6 +76,8 @@ class Explanation(TypedDict):
     namespace: str
     name: str
     valid: bool
+    # Who refuses the job: kube-apiserver by the CRD's schema, or the validating webhook.
+    refusedBy: NotRequired[Literal["schema", "webhook"]]
     errors: list[str]
     # Why nothing would be created although the job is valid (managedBy, suspend).
     notes: list[str]
@@ -70,13 +95,34 @@ def explain(
     namespace: str = "default",
     priority_values: Mapping[str, int] | None = None,
     now: datetime | None = None,
+    schema: StructuralSchema | None = None,
 ) -> Explanation:
-    """What tfgang does with ``job`` as submitted; ``namespace`` when its metadata names none."""
-    job = copy.deepcopy(job)
+    """What tfgang does with ``job`` as submitted; ``namespace`` when its metadata names none.
+
+    ``schema`` is the TFJob CRD's (default: the chart's, shipped with the plugin).
+    """
+    admitted = (schema or tfjob_schema()).admit(job)
+    job = cast(TFJob, admitted.object)
     metadata: Any = job.setdefault("metadata", {})
     if not isinstance(metadata, dict):
         metadata = job["metadata"] = {}
     metadata.setdefault("namespace", namespace)
+    if admitted.errors:
+        return Explanation(
+            namespace=str(metadata.get("namespace") or namespace),
+            name=str(metadata.get("name") or ""),
+            valid=False,
+            refusedBy="schema",
+            errors=[str(error) for error in admitted.errors],
+            notes=[
+                "kube-apiserver refuses this TFJob before any webhook sees it (the errors break the TFJob "
+                "CRD's schema), so nothing is created"
+            ],
+            spec={},
+            pods=[],
+            services=[],
+            events=[],
+        )
     spec: Any = read_facts(job).job.get("spec")
     result = Explanation(
         namespace=str(metadata.get("namespace") or namespace),
@@ -89,9 +135,14 @@ def explain(
         services=[],
         events=[],
     )
+    if admitted.pruned:
+        result["notes"].append(
+            "kube-apiserver drops the fields the TFJob CRD does not declare: " + ", ".join(admitted.pruned)
+        )
     errors = validate_create(job)
     if errors:
         result["valid"] = False
+        result["refusedBy"] = "webhook"
         result["errors"] = [str(error) for error in errors]
         result["notes"].append(f"the webhook refuses this TFJob, so nothing is created: {aggregate(errors)}")
         return result

@@ -8,12 +8,13 @@ upstream's order, then tfgang's own (D16).
 
 from __future__ import annotations
 
+__all__ = ["ErrorType", "FieldError", "aggregate", "validate_create", "validate_update"]
+
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Mapping
 from typing import Any, Final
 
+from kubeobjects.fielderrors import ErrorType, FieldError, aggregate, unsupported
 from kubeobjects.meta import mapping
 from kubeobjects.names import DNS1035_LABEL_MAX_LENGTH, dns1035_label_errors, max_length_message
 from tfjob.constants import (
@@ -32,51 +33,11 @@ from tfjob.defaults import canonical_replica_type
 from tfjob.naming import replica_name
 from tfjob.wire import TFJob
 
-
-class ErrorType(StrEnum):
-    """apimachinery's ``field.ErrorType``, as its messages print it."""
-
-    REQUIRED = "Required value"
-    INVALID = "Invalid value"
-    FORBIDDEN = "Forbidden"
-    UNSUPPORTED = "Unsupported value"
-    DUPLICATE = "Duplicate value"
-
-    @property
-    def shows_value(self) -> bool:
-        """Whether the message quotes the value (apimachinery's ErrorBody)."""
-        return self not in (ErrorType.REQUIRED, ErrorType.FORBIDDEN)
-
-
 # Types that run as a single process: TensorFlow has one chief and one evaluator (D16).
 _SINGLETON_TYPES: Final = (CHIEF, MASTER, EVALUATOR)
 
 _REPLICA_SPECS = "spec.tfReplicaSpecs"
 _RUN_POLICY = "spec.runPolicy"
-
-
-@dataclass(frozen=True)
-class FieldError:
-    """One validation failure, printed as apimachinery prints a ``field.Error``."""
-
-    path: str
-    kind: ErrorType
-    detail: str
-    value: object = None
-
-    def __str__(self) -> str:
-        body = f"{self.kind}: {_go_value(self.value)}" if self.kind.shows_value else str(self.kind)
-        if self.detail:
-            body += f": {self.detail}"
-        return f"{self.path}: {body}"
-
-
-def aggregate(errors: Sequence[FieldError]) -> str:
-    """All errors in one message: one prints as is, several as ``[e1, e2]`` (duplicates once)."""
-    messages = list(dict.fromkeys(str(error) for error in errors))
-    if len(messages) == 1:
-        return messages[0]
-    return f"[{', '.join(messages)}]" if messages else ""
 
 
 def validate_create(job: TFJob) -> list[FieldError]:
@@ -133,7 +94,7 @@ def _managed_by_errors(run_policy: Mapping[str, Any]) -> list[FieldError]:
     managed_by = run_policy.get("managedBy")
     if managed_by is None or managed_by in MANAGED_BY_VALUES:
         return []
-    return [_unsupported(f"{_RUN_POLICY}.managedBy", managed_by, MANAGED_BY_VALUES)]
+    return [unsupported(f"{_RUN_POLICY}.managedBy", managed_by, MANAGED_BY_VALUES)]
 
 
 def _replica_specs_errors(replica_specs: object) -> list[FieldError]:
@@ -155,7 +116,7 @@ def _replica_specs_errors(replica_specs: object) -> list[FieldError]:
         errors += _replica_spec_errors(rtype, replica_spec)
         # D16: every key must name a known type, once, whatever its spelling.
         if canonical_replica_type(rtype) not in KNOWN_TYPES:
-            errors.append(_unsupported(f"{_REPLICA_SPECS}[{rtype}]", rtype, NORMALISE_ORDER))
+            errors.append(unsupported(f"{_REPLICA_SPECS}[{rtype}]", rtype, NORMALISE_ORDER))
         elif canonical_replica_type(rtype) in seen:
             errors.append(FieldError(f"{_REPLICA_SPECS}[{rtype}]", ErrorType.DUPLICATE, "", rtype))
         seen.add(canonical_replica_type(rtype))
@@ -224,7 +185,7 @@ def _replica_spec_value_errors(rtype: str, path: str, replica_spec: Mapping[str,
             )
     restart_policy = replica_spec.get("restartPolicy")
     if restart_policy not in (None, "", *RESTART_POLICIES):
-        errors.append(_unsupported(f"{path}.restartPolicy", restart_policy, RESTART_POLICIES))
+        errors.append(unsupported(f"{path}.restartPolicy", restart_policy, RESTART_POLICIES))
     return errors
 
 
@@ -232,10 +193,10 @@ def _policy_value_errors(spec: Mapping[str, Any], run_policy: Mapping[str, Any])
     errors: list[FieldError] = []
     success_policy = spec.get("successPolicy")
     if success_policy is not None and success_policy not in SUCCESS_POLICIES:
-        errors.append(_unsupported("spec.successPolicy", success_policy, SUCCESS_POLICIES))
+        errors.append(unsupported("spec.successPolicy", success_policy, SUCCESS_POLICIES))
     clean_pod_policy = run_policy.get("cleanPodPolicy")
     if clean_pod_policy is not None and clean_pod_policy not in CLEAN_POD_POLICIES:
-        errors.append(_unsupported(f"{_RUN_POLICY}.cleanPodPolicy", clean_pod_policy, CLEAN_POD_POLICIES))
+        errors.append(unsupported(f"{_RUN_POLICY}.cleanPodPolicy", clean_pod_policy, CLEAN_POD_POLICIES))
     return errors
 
 
@@ -262,24 +223,6 @@ def _replica_name_length_errors(job: TFJob) -> list[FieldError]:
 
 
 # --- helpers ------------------------------------------------------------------------------------------
-
-
-def _unsupported(path: str, value: object, supported: Sequence[str]) -> FieldError:
-    detail = "supported values: " + ", ".join(json.dumps(option) for option in supported)
-    return FieldError(path, ErrorType.UNSUPPORTED, detail, value)
-
-
-def _go_value(value: object) -> str:
-    # apimachinery prints a nil value as the string "null", strings quoted, simple types bare.
-    if value is None:
-        return '"null"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
 
 
 def _containers(replica_spec: Mapping[str, Any]) -> list[Any]:

@@ -10,7 +10,8 @@ It behaves like kube-apiserver for what tfgang, kubectl 1.37 and kubernetes_asyn
   enforced) and every CRD's resources once created;
 - object semantics: uid, creationTimestamp, generation, one global resourceVersion, generateName,
   optimistic concurrency, kube-apiserver's defaulting before admission, structural-schema
-  pruning, defaulting and validation with field causes, the ``self == oldSelf`` CEL rule, status
+  pruning, null dropping, defaulting and validation with field causes (``kube.schema``, the check
+  ``kubectl tfjob explain`` runs too), the ``self == oldSelf`` CEL rule, status
   subresources, finalizers, graceful pod deletion confirmed by the node agent, ownerReference
   garbage collection (Background, Foreground, Orphan), label and field selectors, ``dryRun=All``;
 - JSON, merge and strategic merge patches (415 as kube-apiserver words it), list with ``limit``

@@ -93,7 +93,7 @@ def prepare_create(state: ApiState, info: ResourceInfo, obj: JsonObj) -> list[st
     if info.is_custom:
         if info.has_status:
             obj.pop("status", None)
-        return validation.prune_and_default(info.custom.schema if info.custom else None, obj)
+        return validation.decode_custom(info, obj)
     prepare = ON_CREATE.get(info.storage_key)
     if prepare is not None:
         prepare(state, obj)
@@ -161,7 +161,7 @@ def prepare_update(
             new.pop("status", None)
     unknown: list[str] = []
     if info.is_custom:
-        unknown = validation.prune_and_default(info.custom.schema if info.custom else None, new)
+        unknown = validation.decode_custom(info, new)
     else:
         prepare = ON_UPDATE.get(info.storage_key)
         if prepare is not None:
@@ -297,7 +297,7 @@ def validate(info: ResourceInfo, obj: JsonObj, old: JsonObj | None) -> list[erro
     causes += validation.validate_metadata_keys(meta)
     key = info.storage_key
     if info.is_custom:
-        causes += validation.validate_schema(info.custom.schema if info.custom else None, obj, old)
+        causes += validation.validate_custom(info, obj, old)
     elif key == registry.PODS:
         causes += validation.validate_pod(obj) if old is None else validation.validate_pod_update(obj, old)
     elif key == registry.SERVICES:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kube.schema import StructuralSchema
 from sandbox.apiserver.jsonobj import JsonObj
 
 logger = logging.getLogger(__name__)
@@ -30,6 +32,11 @@ class CustomResourceSchema:
     schema: JsonObj | None
     printer_columns: tuple[JsonObj, ...]
     selectable_fields: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def structural(self) -> StructuralSchema | None:
+        """The schema compiled for pruning, defaulting and validation (kube.schema), on first use."""
+        return StructuralSchema(self.schema) if self.schema else None
 
 
 @dataclass(frozen=True)

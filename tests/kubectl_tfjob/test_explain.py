@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonpatch
 import pytest
 import yaml
 
+import kubectl_tfjob
 from kubectl_tfjob.explain import explain
 from tfjob.planner import CreatePod, Observed, plan
 from tfjob.settings import Settings
@@ -86,17 +88,71 @@ def test_text_and_yaml_outputs_carry_the_same_facts() -> None:
 
 def test_an_invalid_job_gets_the_webhooks_errors_and_exit_code_1() -> None:
     job = _job(Chief=_replica(2), Master=_replica(1))
-    job["spec"]["tfReplicaSpecs"]["Worker"] = None
+    job["spec"]["tfReplicaSpecs"]["Worker"] = {"replicas": 1, "template": {"spec": {"containers": []}}}
     result = plugin("explain", "-f", "-", "-o", "json", stdin=json.dumps(job))
     assert result.returncode == 1
     view = json.loads(result.stdout)
-    assert view["valid"] is False
+    assert view["valid"] is False and view["refusedBy"] == "webhook"
     assert view["errors"] == [str(error) for error in validate_create(job)]
-    assert any("must be specified" in error for error in view["errors"])  # D12
+    assert any("must be specified" in error for error in view["errors"])
     assert view["pods"] == [] and "podGroup" not in view
     text = plugin("explain", "-f", "-", stdin=json.dumps(job))
     assert text.returncode == 1
     assert "INVALID" in text.stdout and view["errors"][0] in text.stdout
+
+
+def test_a_job_the_crd_schema_refuses_gets_kube_apiservers_errors_and_exit_code_1() -> None:
+    job = _job(Worker=_replica(1))
+    job["spec"]["runPolicy"] = {"backoffLimit": "three", "cleanPodPolicy": "Sometimes"}
+    result = plugin("explain", "-f", "-", "-o", "json", stdin=json.dumps(job))
+    assert result.returncode == 1
+    view = json.loads(result.stdout)
+    assert view["valid"] is False and view["refusedBy"] == "schema"
+    assert view["errors"] == [
+        'spec.runPolicy.backoffLimit: Invalid value: "string": spec.runPolicy.backoffLimit in body must be '
+        'of type integer: "string"',
+        'spec.runPolicy.cleanPodPolicy: Unsupported value: "Sometimes": supported values: "None", "Running", '
+        '"All"',
+    ]
+    text = plugin("explain", "-f", "-", stdin=json.dumps(job))
+    assert text.returncode == 1
+    assert "INVALID" in text.stdout and "the TFJob CRD's schema" in text.stdout
+    assert view["errors"][1] in text.stdout
+
+
+@pytest.mark.parametrize("replica_specs", [{}, {"Worker": None}], ids=["empty", "null-worker"])
+def test_a_job_without_replicas_is_refused_as_the_cluster_refuses_it(replica_specs: dict[str, Any]) -> None:
+    """Issue 27: kube-apiserver drops the null spec, then the schema's minProperties refuses the job."""
+    job = _job()
+    job["spec"]["tfReplicaSpecs"] = replica_specs
+    view = explain(job, Settings())  # type: ignore[arg-type]
+    assert view["valid"] is False and view.get("refusedBy") == "schema"
+    assert view["errors"] == [
+        'spec.tfReplicaSpecs: Invalid value: 1: spec.tfReplicaSpecs in body should have at least 1 '
+        "properties"
+    ]
+
+
+def test_unknown_fields_are_dropped_and_nulls_ignored_as_kube_apiserver_does() -> None:
+    job = _job(Worker=_replica(2), Evaluator=None)  # type: ignore[arg-type]
+    job["spec"]["surprise"] = True
+    job["spec"]["runPolicy"] = {"backoffLimit": None}
+    view = explain(job, Settings())  # type: ignore[arg-type]
+    assert view["valid"], view["errors"]
+    assert "surprise" not in view["spec"] and "Evaluator" not in view["spec"]["tfReplicaSpecs"]
+    assert "backoffLimit" not in view["spec"]["runPolicy"]
+    assert view["spec"]["runPolicy"]["suspend"] is False  # the CRD's default
+    assert any("spec.surprise" in note for note in view["notes"])
+    assert [pod["name"] for pod in view["pods"]] == ["tj-worker-0", "tj-worker-1"]
+
+
+def test_the_plugin_ships_the_charts_crd() -> None:
+    """explain reads the CRD from its package (the image has no chart): it must be the chart's."""
+    shipped = Path(kubectl_tfjob.__file__).parent / "kubeflow.org_tfjobs.yaml"
+    chart = (
+        Path(kubectl_tfjob.__file__).parents[1] / "charts" / "tfgang" / "crds" / "kubeflow.org_tfjobs.yaml"
+    )
+    assert shipped.read_bytes() == chart.read_bytes(), f"copy {chart} to {shipped}"
 
 
 def test_a_job_managed_elsewhere_is_left_alone_and_a_suspended_one_shows_what_resuming_creates() -> None:
@@ -239,7 +295,15 @@ def test_priority_class_values_order_min_resources_as_the_controller_looks_them_
     # Every class counts as 0: the type order (PS before Worker) decides: one PS and one worker.
     assert json.loads(unknown.stdout)["podGroup"]["spec"]["minResources"] == {"cpu": "3", "memory": "1Gi"}
     known = plugin(
-        "explain", "-f", "-", "-o", "json", "--priority-class", "high=1000", "--priority-class", "low=1",
+        "explain",
+        "-f",
+        "-",
+        "-o",
+        "json",
+        "--priority-class",
+        "high=1000",
+        "--priority-class",
+        "low=1",
         stdin=json.dumps(job),
     )
     assert known.returncode == 0, known.stderr

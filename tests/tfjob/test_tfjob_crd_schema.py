@@ -1,9 +1,8 @@
-"""The TFJob CRD: accepts the seed and real-world TFJobs, rejects structurally wrong ones.
+"""The TFJob CRD: accepts the seed and real-world TFJobs, refuses structurally wrong ones.
 
-The CRD's OpenAPI v3 schema is turned into a JSON Schema the way the API server reads it:
-``nullable`` admits null, ``x-kubernetes-int-or-string`` admits integers and quantity strings,
-``x-kubernetes-preserve-unknown-fields`` keeps unknown fields, and other objects reject unknown
-fields (as ``kubectl --validate=strict`` does).
+Objects go through ``kube.schema`` as kube-apiserver takes them: unknown fields pruned, nulls of
+non-nullable fields dropped, defaults applied, then the schema's rules. The same cases against a
+real kube-apiserver and the sandbox are in tests/integration/test_tfjob_schema_verdicts.py.
 """
 
 from __future__ import annotations
@@ -11,10 +10,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 from tfjob_test_builders import CRD_PATH, container, make_job, replica, seed_job
+
+from kube.schema import Admitted, StructuralSchema
+from tfjob.constants import CLEAN_POD_POLICIES, MANAGED_BY_VALUES, RESTART_POLICIES, SUCCESS_POLICIES
 
 
 def crd() -> dict[str, Any]:
@@ -28,57 +29,20 @@ def version() -> dict[str, Any]:
     return versions[0]
 
 
-def to_json_schema(node: Any) -> Any:
-    """OpenAPI v3 (Kubernetes structural schema) -> JSON Schema draft 7."""
-    if isinstance(node, list):
-        return [to_json_schema(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    converted = {
-        key: to_json_schema(value)
-        for key, value in node.items()
-        if not key.startswith("x-kubernetes-") and key not in ("nullable", "description", "format", "default")
-    }
-    closed = "properties" in node and "additionalProperties" not in node
-    if closed and not node.get("x-kubernetes-preserve-unknown-fields"):
-        converted["additionalProperties"] = False
-    if node.get("nullable"):
-        converted = {"anyOf": [{"type": "null"}, converted]}
-    return converted
+def schema() -> StructuralSchema:
+    return StructuralSchema.of_crd(crd())
 
 
-def validator() -> jsonschema.Draft7Validator:
-    schema = to_json_schema(version()["schema"]["openAPIV3Schema"])
-    jsonschema.Draft7Validator.check_schema(schema)
-    return jsonschema.Draft7Validator(schema)
+def admitted(document: Any) -> Admitted:
+    return schema().admit(document)
 
 
 def errors_of(document: Any) -> list[str]:
-    return [f"{list(error.absolute_path)}: {error.message}" for error in validator().iter_errors(document)]
-
-
-def test_converter_handles_nullable_int_or_string_and_preserve_unknown_fields() -> None:
-    schema = to_json_schema(
-        {
-            "type": "object",
-            "properties": {
-                "n": {"type": "object", "nullable": True, "properties": {"a": {"type": "string"}}},
-                "q": {
-                    "anyOf": [{"type": "integer"}, {"type": "string"}],
-                    "pattern": "^[0-9]+m?$",
-                    "x-kubernetes-int-or-string": True,
-                },
-                "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {}},
-            },
-        }
-    )
-    check = jsonschema.Draft7Validator(schema)
-    assert check.is_valid({"n": None, "q": 5, "open": {"anything": [1]}})
-    assert check.is_valid({"n": {"a": "x"}, "q": "500m"})
-    assert not check.is_valid({"q": "five"})
-    assert not check.is_valid({"q": 1.5})
-    assert not check.is_valid({"n": {"b": 1}})
-    assert not check.is_valid({"unknown": 1})
+    """The schema's errors on the object as stored; ``status`` is checked too (status writes)."""
+    structural = schema()
+    decoded = copy.deepcopy(document)
+    structural.decode(decoded)
+    return [str(error) for error in structural.validate(decoded)]
 
 
 @pytest.mark.parametrize("seed", ["normal", "ps-failure", "worker-failure"])
@@ -186,16 +150,19 @@ def broken(path: list[str | int], value: Any) -> dict[str, Any]:
             "2222",
         ),
         (["spec", "tfReplicaSpecs", "PS", "template", "spec", "containers", 0, "name"], None),
-        (["spec", "tfReplicaSpecs", "PS", "unknownField"], 1),
+        (["spec", "tfReplicaSpecs"], {}),
+        (["spec", "tfReplicaSpecs"], {"Worker": None}),
+        (["spec", "tfReplicaSpecs", "Worker", "replicas"], -1),
+        (["spec", "tfReplicaSpecs", "Worker", "restartPolicy"], "Sometimes"),
+        (["spec", "tfReplicaSpecs", "Worker", "template", "spec"], {"nodeName": "n"}),
+        (["spec", "successPolicy"], "AnyWorker"),
+        (["spec", "runPolicy", "cleanPodPolicy"], "Some"),
+        (["spec", "runPolicy", "managedBy"], "someone-else"),
         (["spec", "runPolicy", "suspend"], "yes"),
         (["spec", "runPolicy", "backoffLimit"], "3"),
         (["spec", "runPolicy", "schedulingPolicy", "minResources", "cpu"], "lots"),
         (["spec", "runPolicy", "schedulingPolicy", "minResources", "cpu"], 1.5),
-        (["spec", "runPolicy", "schedulingPolicy", "queue"], None),
-        (["spec", "runPolicy", "unknownField"], True),
-        (["spec", "successPolicy"], None),
         (["spec", "enableDynamicWorker"], "true"),
-        (["spec", "unknownField"], 1),
         (["status", "conditions"], [{"type": "Running"}]),
         (["status", "restartCounts", "Worker"], "2"),
         (["status", "replicaStatuses", "Worker", "active"], "3"),
@@ -205,10 +172,77 @@ def test_structurally_wrong_tfjobs_are_rejected(path: list[str | int], value: An
     assert errors_of(broken(path, value)) != []
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        ["spec", "tfReplicaSpecs", "PS", "unknownField"],
+        ["spec", "runPolicy", "unknownField"],
+        ["spec", "unknownField"],
+    ],
+)
+def test_unknown_fields_are_pruned_not_refused(path: list[str]) -> None:
+    result = admitted(broken(path, 1))
+    assert result.errors == ()
+    assert result.pruned == (".".join(path),)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ["spec", "runPolicy", "schedulingPolicy", "queue"],
+        ["spec", "successPolicy"],
+        ["spec", "tfReplicaSpecs", "Evaluator"],
+        ["spec", "runPolicy", "backoffLimit"],
+    ],
+)
+def test_nulls_of_non_nullable_fields_are_dropped(path: list[str]) -> None:
+    result = admitted(broken(path, None))
+    assert result.errors == ()
+    target: Any = result.object
+    for key in path[:-1]:
+        target = target[key]
+    assert path[-1] not in target
+
+
+def test_a_null_suspend_takes_the_default() -> None:
+    assert (
+        admitted(broken(["spec", "runPolicy", "suspend"], None)).object["spec"]["runPolicy"]["suspend"]
+        is False
+    )
+
+
+def test_status_is_ignored_on_create_as_with_the_status_subresource() -> None:
+    result = admitted(broken(["status", "restartCounts", "Worker"], "2"))
+    assert result.errors == ()
+    assert "status" not in result.object
+
+
 def test_tf_replica_specs_are_required() -> None:
     job = copy.deepcopy(seed_job("normal"))
     del job["spec"]["tfReplicaSpecs"]
-    assert errors_of(job) == ["['spec']: 'tfReplicaSpecs' is a required property"]
+    assert errors_of(job) == ["spec.tfReplicaSpecs: Required value"]
+
+
+def test_a_job_without_replica_specs_is_refused_with_kube_apiservers_words() -> None:
+    job = copy.deepcopy(seed_job("normal"))
+    job["spec"]["tfReplicaSpecs"] = {"Worker": None}
+    assert errors_of(job) == [
+        'spec.tfReplicaSpecs: Invalid value: 1: spec.tfReplicaSpecs in body should have at least 1 '
+        "properties"
+    ]
+
+
+def test_the_schemas_enums_are_the_webhooks_values() -> None:
+    """The webhook (tfjob.validation) and the schema accept the same values; the webhook also "" for
+    restartPolicy, which the schema lists too."""
+    spec = version()["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    run_policy = spec["properties"]["runPolicy"]["properties"]
+    replica_spec = spec["properties"]["tfReplicaSpecs"]["additionalProperties"]["properties"]
+    assert tuple(spec["properties"]["successPolicy"]["enum"]) == SUCCESS_POLICIES
+    assert tuple(run_policy["cleanPodPolicy"]["enum"]) == CLEAN_POD_POLICIES
+    assert tuple(run_policy["managedBy"]["enum"]) == MANAGED_BY_VALUES
+    assert tuple(replica_spec["restartPolicy"]["enum"]) == ("", *RESTART_POLICIES)
+    assert replica_spec["replicas"]["minimum"] == 0
 
 
 def test_container_resource_quantities_must_be_quantities() -> None:
