@@ -18,16 +18,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from controller.actions import ActionFailed, ActionRunner, Outcome
 from controller.caches import JobCaches
 from controller.metrics import ControllerMetrics
+from controller.scope import OutsideScopeNotices, outside_scope_event
 from controller.status import StatusWriter
 from kube.errors import ApiError
 from kube.logs import log_fields
+from kubeobjects.meta import Meta
 from tfjob.planner import COUNTER_CREATED, Observed, plan
 from tfjob.planner.actions import Action, CreatePod, CreateService, Event
 from tfjob.planner.conditions import is_finished
@@ -93,6 +95,7 @@ class Reconciler:
     metrics: ControllerMetrics
     settings: Settings
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    outside_scope: OutsideScopeNotices = field(default_factory=OutsideScopeNotices)
 
     async def reconcile(self, key: str) -> PassResult:
         started = time.monotonic()
@@ -111,9 +114,14 @@ class Reconciler:
             return PassResult(None, 0, False)
         metadata = job.get("metadata") or {}
         with log_fields(job=key, job_uid=str(metadata.get("uid") or ""), kind="TFJob"):
+            namespace = str(metadata.get("namespace") or "")
+            served = self.caches.in_scope(namespace)
+            if not served:
+                if served is False:
+                    self._leave_alone(job, namespace)
+                return PassResult(None, 0, False)
             observed = self.caches.observe(job)
             result = plan(observed, self.clock(), self.settings)
-            namespace = str(metadata.get("namespace") or "")
             writes = 0
             status_written = False
             finishing = _finishes(job, result.status)
@@ -153,6 +161,15 @@ class Reconciler:
                     "written" if status_written else "unchanged",
                 )
             return PassResult(requeue_after, writes, status_written)
+
+    def _leave_alone(self, job: Mapping[str, Any], namespace: str) -> None:
+        """A job outside the scope: nothing is done to it; it is told why once per version."""
+        meta = Meta(job)
+        if not self.outside_scope.first_time(meta.uid, meta.resource_version):
+            return
+        event = outside_scope_event(namespace, self.caches.scope)
+        logger.warning("left alone: %s", event.message)
+        self.record(job, event)
 
     async def _report_refusal(
         self, job: Mapping[str, Any], failure: ActionFailed, counters: tuple[str, ...]
