@@ -1,15 +1,15 @@
 """The controller's watch-fed caches and how their events turn into job keys for the work queue.
 
-Six reflectors keep six stores (seven with a namespace scope): TFJobs, the controller's pods and services (by the
-``operator-name`` label), PodGroups, PriorityClasses and, under Volcano, the ``Unschedulable``
-events about PodGroups (the only place Volcano says why it does not admit a gang whose pods are
-held back; the planner reports it, ``tfjob.planner.waiting``). Every event maps to the key of the
-job it concerns; a PriorityClass change touches every job (their PodGroup ``minResources`` order
-can depend on it, D11), which is rare enough to simply requeue all of them. A PodGroup event
-wakes its job only when it says something new: Volcano repeats them every session, and a
-repeat only bumps the count. With a namespace scope (``controller.scope``) a seventh keeps the
-Namespaces, metadata alone, to match the scope's selector against their labels; a namespace that
-enters or leaves the scope wakes its jobs.
+Six reflectors keep six stores (seven with a namespace scope): TFJobs, the controller's pods and
+services (by the ``operator-name`` label), PodGroups, PriorityClasses and, under Volcano, the
+``Unschedulable`` events about PodGroups (the only place Volcano says why it does not admit a gang
+whose pods are held back; the planner reports it, ``tfjob.planner.waiting``). Every event maps to
+the key of the job it concerns; a PriorityClass change touches every job (their PodGroup
+``minResources`` order can depend on it, D11), which is rare enough to simply requeue all of them.
+A PodGroup event wakes its job only when it says something new: Volcano repeats them every session,
+and a repeat only bumps the count. With a namespace scope (``controller.scope``) a seventh keeps
+the Namespaces, metadata alone, to match the scope's selector against their labels; a namespace
+that enters or leaves the scope wakes its jobs.
 
 What a reflector's first list reports, and a PriorityClass change, is queued as a resync
 (``enqueue_resync``): after a restart that is every object there is, and a job created or changed
@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from controller.admission import Unadmitted
 from controller.resources import (
     CHILD_LABEL_SELECTOR,
     PODGROUP_EVENT_SELECTOR,
@@ -35,12 +36,12 @@ from controller.resources import (
     podgroup_event_index,
     podgroup_resource,
 )
+from controller.scope import NamespaceScope
 from kube.api import KubeApi
 from kube.ownwrites import OwnWrites
 from kube.reflector import Handler, Reflector
 from kube.resources import EVENTS, NAMESPACES, PODS, PRIORITY_CLASSES, SERVICES, Resource
 from kube.store import Store, object_key
-from controller.scope import NamespaceScope
 from kubeobjects.meta import Meta
 from tfjob.facts import FactsMemo
 from tfjob.planner import Observed
@@ -123,6 +124,8 @@ class JobCaches:
     ) -> None:
         self.writes = writes
         self.scope = scope
+        # Pods deleted because admission did not mutate them: hidden until their deletion is seen.
+        self.unadmitted = Unadmitted()
         # A job's passes mostly read one stored version again (its first pass, then the one after
         # Volcano admits its gang): its facts are read once. Sized for the jobs of a burst whose
         # passes interleave; each entry is one defaulted copy of a job.
@@ -222,6 +225,11 @@ class JobCaches:
 
     def _child_handler(self, res: Resource, enqueue: EnqueueKey) -> Handler:
         def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            if res is PODS and self.unadmitted and Meta(obj).uid in self.unadmitted:
+                # The pass that deleted it failed and retries with back-off: these events bring nothing.
+                if event_type == "DELETED":
+                    self.unadmitted.discard(Meta(obj).uid)
+                return
             own_write = self.writes.observe(res.plural, event_type, obj)
             key = job_key_of_child(obj)
             if key is not None and not own_write:
@@ -246,7 +254,8 @@ class JobCaches:
     def _namespace_handler(self, enqueue: EnqueueKey) -> Handler:
         def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             admitted = event_type != "DELETED" and self.scope.admits(Meta(obj).labels)
-            if old is not None and event_type == "MODIFIED" and self.scope.admits(Meta(old).labels) == admitted:
+            was_admitted = old is not None and self.scope.admits(Meta(old).labels)
+            if event_type == "MODIFIED" and was_admitted == admitted:
                 return
             for key in self.jobs.index_keys(NAMESPACE_INDEX, Meta(obj).name):
                 enqueue(key)
@@ -291,6 +300,8 @@ class JobCaches:
         namespace, name, uid = meta.namespace, meta.name, meta.uid
         key = f"{namespace}/{name}"
         pods = self.writes.view_owned(PODS.plural, uid, self.pods.by_index(JOB_INDEX, key))
+        if self.unadmitted:
+            pods = [pod for pod in pods if Meta(pod).uid not in self.unadmitted]
         services = self.writes.view_owned(SERVICES.plural, uid, self.services.by_index(JOB_INDEX, key))
         podgroup = self.writes.view(self.podgroup_resource.plural, namespace, name, self.podgroups.get(key))
         priority_values = {Meta(pc).name: _priority_value(pc) for pc in self.priority_classes.list()}

@@ -72,7 +72,7 @@ class Controller:
         self.status_writer = StatusWriter(api, self.writes, self.metrics)
         self.reconciler = Reconciler(
             self.caches,
-            ActionRunner(api, self.writes, self.metrics, config.settings),
+            ActionRunner(api, self.writes, self.metrics, config.settings, self.caches.unadmitted),
             self.status_writer,
             self._record_event,
             self.metrics,

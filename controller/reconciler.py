@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.actions import ActionFailed, ActionRunner, Outcome
+from controller.admission import NotAdmitted
 from controller.caches import JobCaches
 from controller.metrics import ControllerMetrics
 from controller.scope import OutsideScopeNotices, outside_scope_event
@@ -33,7 +34,7 @@ from kubeobjects.meta import Meta
 from tfjob.planner import COUNTER_CREATED, Observed, plan
 from tfjob.planner.actions import Action, CreatePod, CreateService, Event
 from tfjob.planner.conditions import is_finished
-from tfjob.planner.waiting import refused_creation_status
+from tfjob.planner.waiting import refused_creation_status, unadmitted_pod_status
 from tfjob.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -174,18 +175,24 @@ class Reconciler:
     async def _report_refusal(
         self, job: Mapping[str, Any], failure: ActionFailed, counters: tuple[str, ...]
     ) -> None:
-        """A pod or service the API refuses to create (quota, a webhook, an invalid template): the
-        job's Created condition says so, not only this log. Transient failures are not reported;
+        """A pod or service the API refuses to create (quota, a webhook, an invalid template), or a
+        pod admission did not mutate (``controller.admission``, reason ``AdmissionWebhookMissing``):
+        the job's Created condition says so, not only this log. Transient failures are not reported;
         the retry with backoff deals with them. The refusal's own write failing changes nothing:
         the pass fails anyway and is retried."""
         action, cause = failure.action, failure.cause
-        if not isinstance(action, CreatePod | CreateService) or not isinstance(cause, ApiError):
-            return
-        if cause.status not in _REFUSALS:
-            return
-        what = f"{'pod' if isinstance(action, CreatePod) else 'service'} {action.name}"
         name = str((job.get("metadata") or {}).get("name") or "")
-        status = refused_creation_status(job.get("status"), name, what, str(cause), self.clock())
+        if isinstance(cause, NotAdmitted):
+            status = unadmitted_pod_status(job.get("status"), name, str(cause), self.clock())
+        elif (
+            isinstance(action, CreatePod | CreateService)
+            and isinstance(cause, ApiError)
+            and cause.status in _REFUSALS
+        ):
+            what = f"{'pod' if isinstance(action, CreatePod) else 'service'} {action.name}"
+            status = refused_creation_status(job.get("status"), name, what, str(cause), self.clock())
+        else:
+            return
         try:
             written = await self.status.write(job, status)
         except ApiError as error:

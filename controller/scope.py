@@ -88,7 +88,9 @@ def _requirement(expression: Any) -> Requirement:
     if not isinstance(key, str) or not key:
         raise ValueError("a matchExpressions entry needs a key")
     if operator not in _OPERATORS:
-        raise ValueError(f"operator of {key!r} must be one of In, NotIn, Exists, DoesNotExist, not {operator!r}")
+        raise ValueError(
+            f"operator of {key!r} must be one of In, NotIn, Exists, DoesNotExist, not {operator!r}"
+        )
     values = _strings(expression.get("values") or [], f"values of {key!r}")
     if operator in (IN, NOT_IN) and not values:
         raise ValueError(f"{operator} on {key!r} needs values")
@@ -134,7 +136,7 @@ def outside_scope_event(namespace: str, scope: NamespaceScope) -> Event:
     return Event(
         WARNING,
         EVENT_OUTSIDE_SCOPE,
-        f'namespace "{namespace}" is outside tfgang\'s scope: its labels do not match the controller\'s '
+        f"namespace \"{namespace}\" is outside tfgang's scope: its labels do not match the controller's "
         f"--namespace-selector {scope.quoted()} (the chart's value scope, which the admission webhooks "
         "share), so this TFJob is left alone: no PodGroup, no pods",
     )

@@ -25,7 +25,9 @@ SCOPES: dict[str, dict[str, Any]] = {
     "defaults": {},
     "excluded": {"scope": {"excludedNamespaces": ["batch", "legacy"]}},
     "opt-in label": {
-        "scope": {"namespaceSelectorExpressions": [{"key": "tfgang.io/serve", "operator": "In", "values": ["yes"]}]}
+        "scope": {
+            "namespaceSelectorExpressions": [{"key": "tfgang.io/serve", "operator": "In", "values": ["yes"]}]
+        }
     },
     "older webhook values": {
         "webhook": {
