@@ -3,9 +3,13 @@ job says why (a Warning event and its Created condition's reason, on ``kubectl d
 and once the webhook runs again the job's pods are made with TF_CONFIG, no restart charged.
 
 Two ways the webhook does not run: its configuration is gone, and the job's namespace is outside
-its namespaceSelector. A reflector records every version of every pod in the test's namespace, so
-the test sees each unmutated pod, however briefly it existed: none was ever bound to a node, and
-each was deleted.
+its namespaceSelector. The sandbox's scheduler and node agent run meanwhile on one node: the
+scheduler binds Volcano's pods and, one at a time, the default scheduler's, which an unmutated pod
+names; the node agent runs what is bound to it. A reflector records every version of every pod in
+the test's namespace, so the test sees each unmutated pod, however briefly it existed: each was
+deleted, and none ever ran (the scheduler may bind one in the moment before its deletion, as a
+kube-scheduler could; the deletion has no grace period, so no node starts it). Once healed, the
+job's pods run, with TF_CONFIG.
 """
 
 from __future__ import annotations
@@ -13,18 +17,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import subprocess
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
+from kube.api import KubeApi
+from kube.client import make_api_client
 from kube.errors import NotFound
 from kube.patches import PatchType
 from kube.reflector import Reflector
 from kube.resources import MUTATING_WEBHOOK_CONFIGURATIONS, NAMESPACES, PODS
 from kube.store import Store
+from sandbox.kubelet.agent import AgentOptions, NodeAgent
+from sandbox.kubelet.nodespec import parse_nodes
 from tests.kubectl_tfjob.plugin import kubectl_binary
 from tfjob.constants import ANNOTATION_GROUP_NAME, REASON_ADMISSION_WEBHOOK_MISSING, REASON_CREATED
 
 from .cluster import Cluster, condition, eventually, simple_job
+from .gang import gang_scheduler, node
 from .operator import WEBHOOK_NAME, controller_config, running_controller
 
 SKIP_LABEL = "tfgang-test.kubeflow.org/admission"
@@ -48,6 +59,25 @@ async def recorded_pods(cluster: Cluster) -> AsyncIterator[list[tuple[str, dict[
         await asyncio.gather(task, return_exceptions=True)
 
 
+@contextlib.asynccontextmanager
+async def scheduler_and_node_agent(apiserver: Any, state_dir: Path) -> AsyncIterator[None]:
+    """The sandbox's scheduler and node agent on one fresh node, until the block ends."""
+    name = f"admission-{uuid.uuid4().hex[:6]}"
+    async with gang_scheduler(str(apiserver.kubeconfig), [node(name)]):
+        api = KubeApi(await make_api_client(str(apiserver.kubeconfig)), qps=1000.0, burst=1000)
+        options = AgentOptions(nodes=tuple(parse_nodes(f"{name}:cpu=8,memory=32Gi")), state_dir=state_dir)
+        agent = NodeAgent(api, options)
+        task = asyncio.create_task(agent.run())
+        try:
+            async with asyncio.timeout(30):
+                await agent.ready.wait()
+            yield
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await api.close()
+
+
 def _mutated(pod: dict[str, Any]) -> bool:
     return ANNOTATION_GROUP_NAME in ((pod.get("metadata") or {}).get("annotations") or {})
 
@@ -61,15 +91,22 @@ def _tf_config(pod: dict[str, Any]) -> str | None:
     return None
 
 
+def _started(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    containers = status.get("containerStatuses") or []
+    return status.get("phase") not in (None, "Pending") or any(
+        set(c.get("state") or {}) - {"waiting"} for c in containers
+    )
+
+
 def assert_no_unmutated_pod_ran(seen: list[tuple[str, dict[str, Any]]]) -> int:
-    """Each pod that was ever seen without the webhook's marks was never bound and was deleted;
+    """Each pod that was ever seen without the webhook's marks never started and was deleted;
     the number of such pods."""
     unmutated = {pod["metadata"]["uid"]: pod for _, pod in seen if not _mutated(pod)}
     deleted = {pod["metadata"]["uid"] for kind, pod in seen if kind == "DELETED"}
     for uid, pod in unmutated.items():
         versions = [p for _, p in seen if p["metadata"]["uid"] == uid]
-        assert not any((p.get("spec") or {}).get("nodeName") for p in versions), pod["metadata"]["name"]
-        assert all((p.get("status") or {}).get("phase") in (None, "Pending") for p in versions)
+        assert not any(_started(p) for p in versions), (pod["metadata"]["name"], versions)
         assert _tf_config(pod) is None  # really unmutated, not merely unannotated
         assert uid in deleted, f"unmutated pod {pod['metadata']['name']} was left in place"
     return len(unmutated)
@@ -106,7 +143,10 @@ async def _refused(cluster: Cluster, name: str) -> dict[str, Any] | None:
 async def _runs_with_tf_config(cluster: Cluster, name: str, count: int) -> bool:
     pods = await cluster.pods(name)
     live = [pod for pod in pods.values() if not pod["metadata"].get("deletionTimestamp")]
-    return len(live) == count and all(_mutated(pod) and _tf_config(pod) for pod in live)
+    return len(live) == count and all(
+        _mutated(pod) and _tf_config(pod) and (pod.get("status") or {}).get("phase") == "Running"
+        for pod in live
+    )
 
 
 async def _refuse_then_heal(
@@ -115,16 +155,16 @@ async def _refuse_then_heal(
     controller_kubeconfig: str,
     name: str,
     restore: Callable[[], Awaitable[None]],
+    state_dir: Path,
 ) -> None:
     """With admission already broken: the job is refused and says why; ``restore`` heals it."""
     ns = cluster.namespace
     async with (
         recorded_pods(cluster) as seen,
+        scheduler_and_node_agent(apiserver, state_dir),
         running_controller(controller_kubeconfig, controller_config(namespace=ns)),
     ):
         await cluster.create_job(simple_job(name, ns, workers=2))
-        await eventually(lambda: cluster.podgroup(name), what=f"PodGroup {name}")
-        await cluster.set_podgroup_phase(name, "Inqueue")
 
         created = await eventually(
             lambda: _refused(cluster, name), within=20, what="reason AdmissionWebhookMissing"
@@ -164,7 +204,7 @@ async def condition_reason(cluster: Cluster, name: str) -> bool:
 
 
 async def test_without_the_mutating_webhook_configuration_no_pod_runs_and_restoring_it_heals_the_job(
-    cluster: Cluster, apiserver: Any, controller_kubeconfig: str
+    cluster: Cluster, apiserver: Any, controller_kubeconfig: str, tmp_path: Path
 ) -> None:
     saved = await cluster.api.get(MUTATING_WEBHOOK_CONFIGURATIONS, WEBHOOK_NAME)
     body = {key: saved[key] for key in ("apiVersion", "kind", "webhooks")}
@@ -178,7 +218,7 @@ async def test_without_the_mutating_webhook_configuration_no_pod_runs_and_restor
 
     await cluster.api.delete(MUTATING_WEBHOOK_CONFIGURATIONS, WEBHOOK_NAME)
     try:
-        await _refuse_then_heal(cluster, apiserver, controller_kubeconfig, "nowebhook", restore)
+        await _refuse_then_heal(cluster, apiserver, controller_kubeconfig, "nowebhook", restore, tmp_path)
     finally:
         if not restored:
             with contextlib.suppress(Exception):
@@ -186,7 +226,7 @@ async def test_without_the_mutating_webhook_configuration_no_pod_runs_and_restor
 
 
 async def test_in_a_namespace_outside_the_webhooks_selector_no_pod_runs_and_joining_it_heals_the_job(
-    cluster: Cluster, apiserver: Any, controller_kubeconfig: str
+    cluster: Cluster, apiserver: Any, controller_kubeconfig: str, tmp_path: Path
 ) -> None:
     ns = cluster.namespace
 
@@ -206,7 +246,7 @@ async def test_in_a_namespace_outside_the_webhooks_selector_no_pod_runs_and_join
     )
     await set_selector({"matchExpressions": [{"key": SKIP_LABEL, "operator": "DoesNotExist"}]})
     try:
-        await _refuse_then_heal(cluster, apiserver, controller_kubeconfig, "skipped", join)
+        await _refuse_then_heal(cluster, apiserver, controller_kubeconfig, "skipped", join, tmp_path)
     finally:
         with contextlib.suppress(NotFound):
             await set_selector({})
