@@ -12,7 +12,8 @@ answer asked for as metadata alone holds; with gang scheduling off the webhook a
 pod the webhook would not change at all needs no check.
 
 A pod that came back unmutated is deleted at once, with its uid as precondition and no grace
-(it was never scheduled: nothing ran). The pass then fails with ``NotAdmitted``: the job gets a
+period: a scheduler may have bound it in that moment (the tests saw it happen), but no node starts
+it. The pass then fails with ``NotAdmitted``: the job gets a
 Warning event and its Created condition the reason ``AdmissionWebhookMissing``, and the work
 queue retries the job with back-off, so a restored configuration heals it. ``Unadmitted``
 remembers the deleted pods' uids until their deletion is seen, so that neither the planner (it
