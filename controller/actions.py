@@ -151,7 +151,11 @@ class ActionRunner:
         name = Meta(body).name
         metadata_only = res.plural in METADATA_ONLY_ON_CREATE and not (check is not None and check.needs_spec)
         try:
-            created = await self._api.create(res, body, namespace, metadata_only=metadata_only)
+            if check is None:
+                created = await self._api.create(res, body, namespace, metadata_only=metadata_only)
+            else:
+                with self._unadmitted.creating(namespace, name):
+                    created = await self._api.create(res, body, namespace, metadata_only=metadata_only)
         except AlreadyExists:
             existing = await self._api.get(res, name, namespace)
             if Meta(existing).controller_uid != job_uid:

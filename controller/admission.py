@@ -19,13 +19,16 @@ queue retries the job with back-off, so a restored configuration heals it. ``Una
 remembers the deleted pods' uids until their deletion is seen, so that neither the planner (it
 would take the pod, still in the cache, for a terminating or lost one) nor their watch events
 (they would requeue the job at once, past the back-off) see them: such a deletion is never a
-restart and never charged to ``backoffLimit`` (D2, D4).
+restart and never charged to ``backoffLimit`` (D2, D4). The watch may bring a pod's ADDED event
+before its create's answer is read, so ``Unadmitted`` also knows the pod creates in flight, whose
+ADDED event wakes nobody: the pass that creates the pod sees the answer itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -116,19 +119,37 @@ class NotAdmitted(Exception):
 
 
 class Unadmitted:
-    """Uids of pods deleted for lacking admission, until their deletion is seen (bounded)."""
+    """Uids of pods deleted for lacking admission, until their deletion is seen (bounded), and the
+    pod creates in flight."""
 
     def __init__(self, capacity: int = UNADMITTED_CAPACITY) -> None:
         self._capacity = capacity
         self._uids: OrderedDict[str, None] = OrderedDict()
+        self._creating: set[tuple[str, str]] = set()
+
+    @contextlib.contextmanager
+    def creating(self, namespace: str, name: str) -> Iterator[None]:
+        """While the block runs, the pod's ADDED event is the create's own answer arriving early."""
+        key = (namespace, name)
+        self._creating.add(key)
+        try:
+            yield
+        finally:
+            self._creating.discard(key)
+
+    def quiet(self, event_type: str, pod: Mapping[str, Any]) -> bool:
+        """Whether a watch event about ``pod`` must not wake its job (see the module docstring)."""
+        meta = Meta(pod)
+        if self._uids and meta.uid in self._uids:
+            if event_type == "DELETED":
+                self._uids.pop(meta.uid, None)
+            return True
+        return event_type == "ADDED" and (meta.namespace, meta.name) in self._creating
 
     def add(self, uid: str) -> None:
         self._uids[uid] = None
         while len(self._uids) > self._capacity:
             self._uids.popitem(last=False)
-
-    def discard(self, uid: str) -> None:
-        self._uids.pop(uid, None)
 
     def __contains__(self, uid: object) -> bool:
         return uid in self._uids

@@ -225,11 +225,8 @@ class JobCaches:
 
     def _child_handler(self, res: Resource, enqueue: EnqueueKey) -> Handler:
         def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-            if res is PODS and self.unadmitted and Meta(obj).uid in self.unadmitted:
-                # The pass that deleted it failed and retries with back-off: these events bring nothing.
-                if event_type == "DELETED":
-                    self.unadmitted.discard(Meta(obj).uid)
-                return
+            if res is PODS and self.unadmitted.quiet(event_type, obj):
+                return  # the pass that made it sees the answer; an unadmitted one retries with back-off
             own_write = self.writes.observe(res.plural, event_type, obj)
             key = job_key_of_child(obj)
             if key is not None and not own_write:

@@ -4,11 +4,17 @@ gang mode, on a sandbox API server with no webhook registered (so no pod is ever
 - Volcano: the group-name annotation; scheduler-plugins: the pod-group label (both metadata);
 - gang scheduling off: the webhook adds only TF_CONFIG, to distributed jobs, so the whole pod is
   asked back and its env read; a one-replica job gets nothing from the webhook and is not checked.
+
+Every unmutated pod's watch events wake nobody, so the job's failing passes come no sooner than the
+work queue's back-off allows (were the events to wake the job, each retry would bring another pass
+at once, and the back-off would not slow anything down).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from typing import Any
 
 import pytest
@@ -16,6 +22,7 @@ import pytest
 from controller.admission import mutation_check
 from controller.config import ControllerConfig
 from controller.manager import Controller
+from controller.reconciler import PassResult
 from controller.resources import TFJOBS
 from kube.api import KubeApi
 from kube.patches import PatchType
@@ -26,6 +33,8 @@ from tfjob.constants import REASON_ADMISSION_WEBHOOK_MISSING
 from tfjob.facts import read_facts
 from tfjob.pods import desired_pod
 from tfjob.settings import Settings
+
+BACKOFF = Backoff(base=0.05, max=1.0)
 
 
 def _job(name: str, namespace: str, workers: int) -> dict[str, Any]:
@@ -67,16 +76,31 @@ def test_what_the_answer_must_carry_follows_the_gang_mode(
 # (scheduler-plugins' PodGroup CRD is not installed on this sandbox: its marks are checked above.)
 @pytest.mark.parametrize(("scheduler", "workers"), [("", 2), ("volcano", 2)])
 async def test_without_a_webhook_every_pod_is_deleted_and_the_job_says_why(
-    api: KubeApi, scheduler: str, workers: int
+    api: KubeApi, scheduler: str, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     namespace = f"admission-{scheduler or 'nogang'}-{workers}"
     await api.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     config = ControllerConfig(namespace=namespace, settings=Settings(gang_scheduler_name=scheduler))
-    controller = Controller(api, config, backoff=Backoff(base=0.05, max=1.0))
+    controller = Controller(api, config, backoff=BACKOFF)
     body = _job("bare", namespace, workers)
     del body["metadata"]["uid"]
+    passes: list[tuple[float, float, bool]] = []  # (started, ended, failed)
+    reconcile = controller.reconciler.reconcile
+
+    async def timed(key: str) -> PassResult:
+        started = time.monotonic()
+        try:
+            result = await reconcile(key)
+        except Exception:
+            passes.append((started, time.monotonic(), True))
+            raise
+        passes.append((started, time.monotonic(), False))
+        return result
+
+    monkeypatch.setattr(controller.reconciler, "reconcile", timed)
     stop = asyncio.Event()
     run = asyncio.create_task(controller.run(stop))
+    key = f"{namespace}/bare"
     try:
         await api.create(TFJOBS, body, namespace)
         if scheduler == "volcano":
@@ -90,7 +114,18 @@ async def test_without_a_webhook_every_pod_is_deleted_and_the_job_says_why(
             return any(c.get("reason") == REASON_ADMISSION_WEBHOOK_MISSING for c in conditions)
 
         await eventually(refused, what="the Created reason AdmissionWebhookMissing")
-        assert controller.queue.num_requeues(f"{namespace}/bare") >= 1  # retried with back-off
+
+        async def retried(times: int) -> bool:
+            return controller.queue.num_requeues(key) >= times
+
+        await eventually(lambda: retried(6), what="six retries with back-off")
+        # From the third failure on (the first passes may meet early events of the services and
+        # pods they made), each pass waits out the back-off of the failures before it.
+        failures = 0
+        for (_, ended, failed), (started, _, _) in itertools.pairwise(passes):
+            failures = failures + 1 if failed else 0
+            if failures >= 3:
+                assert started - ended >= BACKOFF.delay(failures) * 0.95, (failures, passes)
         job = await api.get(TFJOBS, "bare", namespace)
         assert not (job.get("status") or {}).get("restartCounts")
     finally:
