@@ -15,7 +15,10 @@ A pod that came back unmutated is deleted at once, with its uid as precondition 
 period: a scheduler may have bound it in that moment (the tests saw it happen), but no node starts
 it. The pass then fails with ``NotAdmitted``: the job gets a
 Warning event and its Created condition the reason ``AdmissionWebhookMissing``, and the work
-queue retries the job with back-off, so a restored configuration heals it. ``Unadmitted``
+queue retries the job with back-off, so a restored configuration heals it. A webhook restored
+between the create and the delete changes nothing: the delete names the unmutated pod's uid, and
+the retry makes the pod anew under the same name (a create meeting the old one still terminating
+fails and is retried), so a replica never has two pods. ``Unadmitted``
 remembers the deleted pods' uids until their deletion is seen, so that neither the planner (it
 would take the pod, still in the cache, for a terminating or lost one) nor their watch events
 (they would requeue the job at once, past the back-off) see them: such a deletion is never a
