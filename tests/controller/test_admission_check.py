@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -31,6 +32,8 @@ from kube.workqueue import Backoff
 from tests.polling import eventually
 from tfjob.constants import REASON_ADMISSION_WEBHOOK_MISSING
 from tfjob.facts import read_facts
+from tfjob.planner import Observed, plan
+from tfjob.planner.waiting import unadmitted_pod_status
 from tfjob.pods import desired_pod
 from tfjob.settings import Settings
 
@@ -140,3 +143,30 @@ async def test_without_a_webhook_every_pod_is_deleted_and_the_job_says_why(
 
 async def _podgroup(api: KubeApi, namespace: str) -> bool:
     return bool((await api.list(PODGROUPS_V1BETA1, namespace)).get("items"))
+
+
+def test_the_refusal_reason_changes_the_created_condition_in_place_and_a_clean_pass_restores_it() -> None:
+    """A Running job whose lost pod cannot be recreated keeps its State column (the last entry):
+    the Created condition's reason changes where it stands, and back."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    job = _job("j", "ns", 2)
+    job["status"] = {
+        "conditions": [
+            {"type": "Created", "status": "True", "reason": "TFJobCreated", "message": "TFJob j is created."},
+            {"type": "Running", "status": "True", "reason": "TFJobRunning", "message": "running"},
+        ]
+    }
+    refused = unadmitted_pod_status(
+        job["status"], "j", "the mutating webhook did not run on pod j-worker-1", now
+    )
+    types = [(c["type"], c["reason"]) for c in refused["conditions"]]
+    assert types == [("Created", REASON_ADMISSION_WEBHOOK_MISSING), ("Running", "TFJobRunning")]
+    assert "did not run on pod j-worker-1" in refused["conditions"][0]["message"]
+
+    job["status"] = refused
+    result = plan(Observed(job, [], [], None, {}), now, Settings(gang_scheduler_name=""))  # type: ignore[arg-type]
+    types = [(c["type"], c["reason"]) for c in result.status["conditions"]]
+    assert types[0] == ("Created", "TFJobCreated") and types[-1][0] != "Created"
+
+    finished = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded"}]}
+    assert unadmitted_pod_status(finished, "j", "why", now) == finished  # type: ignore[arg-type]
