@@ -6,7 +6,9 @@ Every action may be retried after a crash or a lost answer, so:
   job (checked by reading it), and fails otherwise: we never adopt or overwrite a stranger's object;
 - a delete names the uid it means (a precondition), so it never removes a newer object of the same
   name; ``NotFound`` or a failed uid precondition mean the object is already gone: success;
-- every successful write is remembered in ``OwnWrites`` so the next pass reads its own writes.
+- every successful write is remembered in ``OwnWrites`` so the next pass reads its own writes;
+- a pod that comes back without the mutating webhook's marks, created or found, is deleted at
+  once and the action fails with ``NotAdmitted`` (``controller.admission``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from controller.admission import MutationCheck, NotAdmitted, Unadmitted, mutation_check
 from controller.caches import METADATA_ONLY_ON_CREATE
 from controller.metrics import ControllerMetrics
 from controller.resources import TFJOBS, podgroup_resource
@@ -24,8 +27,9 @@ from kube.ownwrites import OwnWrites
 from kube.patches import PatchType
 from kube.resources import PODS, SERVICES, Resource
 from kubeobjects.meta import Meta
+from tfjob.facts import read_facts
 from tfjob.planner import Observed
-from tfjob.planner.actions import Action, Create, Event, Kind, PatchPodGroup
+from tfjob.planner.actions import Action, Create, CreatePod, Event, Kind, PatchPodGroup
 from tfjob.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -70,9 +74,16 @@ class Outcome:
 
 class ActionRunner:
     def __init__(
-        self, api: KubeApi, writes: OwnWrites, metrics: ControllerMetrics, settings: Settings = Settings()
+        self,
+        api: KubeApi,
+        writes: OwnWrites,
+        metrics: ControllerMetrics,
+        settings: Settings = Settings(),
+        unadmitted: Unadmitted | None = None,
     ) -> None:
         self._api = api
+        self._settings = settings
+        self._unadmitted = unadmitted if unadmitted is not None else Unadmitted()
         self._resources: dict[Kind, Resource] = {
             "pods": PODS,
             "services": SERVICES,
@@ -86,6 +97,9 @@ class ActionRunner:
         """Carry out one action for ``observed.job``; raise ``ActionFailed`` when it did not happen."""
         try:
             result = await self._dispatch(observed, action)
+        except NotAdmitted as exc:
+            self._count(action, None)
+            raise ActionFailed(action, exc, exc.event()) from exc
         except (ApiError, NotOurs) as exc:
             self._count(action, None)
             raise ActionFailed(action, exc, action.failure_event(str(exc))) from exc
@@ -115,19 +129,33 @@ class ActionRunner:
             )
             self._writes.wrote(res.plural, patched)
             return "patched"
+        if isinstance(action, CreatePod):
+            facts = observed.facts if observed.facts is not None else read_facts(observed.job)
+            check = mutation_check(facts, action.body, self._settings)
+            return await self._create(res, dict(action.body), namespace, job_uid, check)
         if isinstance(action, Create):
             return await self._create(res, dict(action.body), namespace, job_uid)
         # The job itself has no owner whose children the overlay tracks.
         owner_uid = "" if target.kind == "tfjobs" else job_uid
         return await self._delete(res, target.name, namespace, target.uid or None, owner_uid)
 
-    async def _create(self, res: Resource, body: dict[str, Any], namespace: str, job_uid: str) -> Result:
-        """Create ``body``, or find it already there as ours."""
+    async def _create(
+        self,
+        res: Resource,
+        body: dict[str, Any],
+        namespace: str,
+        job_uid: str,
+        check: MutationCheck | None = None,
+    ) -> Result:
+        """Create ``body``, or find it already there as ours; ``check``: what admission must have added."""
         name = Meta(body).name
+        metadata_only = res.plural in METADATA_ONLY_ON_CREATE and not (check is not None and check.needs_spec)
         try:
-            created = await self._api.create(
-                res, body, namespace, metadata_only=res.plural in METADATA_ONLY_ON_CREATE
-            )
+            if check is None:
+                created = await self._api.create(res, body, namespace, metadata_only=metadata_only)
+            else:
+                with self._unadmitted.creating(namespace, name):
+                    created = await self._api.create(res, body, namespace, metadata_only=metadata_only)
         except AlreadyExists:
             existing = await self._api.get(res, name, namespace)
             if Meta(existing).controller_uid != job_uid:
@@ -137,11 +165,32 @@ class ActionRunner:
             if Meta(existing).deleting:
                 # Ours, but on its way out: the next pass makes a new one once it is gone.
                 raise NotOurs(f"{res.kind} {namespace}/{name} is still terminating") from None
+            if check is not None and not check.mutated(existing):
+                await self._reject(existing, namespace)
             logger.info("%s %s/%s already exists and is ours", res.kind, namespace, name)
             self._writes.wrote(res.plural, existing)
             return "existed"
+        if check is not None and not check.mutated(created):
+            await self._reject(created, namespace)
         self._writes.wrote(res.plural, created)
         return "created"
+
+    async def _reject(self, pod: dict[str, Any], namespace: str) -> None:
+        """Delete a pod admission did not mutate, before anything runs it; raise ``NotAdmitted``."""
+        meta = Meta(pod)
+        self._unadmitted.add(meta.uid)
+        try:
+            await self._api.delete(
+                PODS, meta.name, namespace, uid_precondition=meta.uid, grace_period_seconds=0
+            )
+        except (NotFound, Conflict):
+            pass  # gone already
+        except ApiError as exc:
+            # The pod stays hidden from the planner; the job's retry finds it and deletes it again.
+            logger.warning("could not delete unmutated pod %s/%s: %s", namespace, meta.name, exc)
+        else:
+            self._metrics.count_write(PODS.plural, "delete")
+        raise NotAdmitted(meta.name, namespace)
 
     async def _delete(
         self, res: Resource, name: str, namespace: str, uid: str | None, owner_uid: str

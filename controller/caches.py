@@ -1,18 +1,22 @@
 """The controller's watch-fed caches and how their events turn into job keys for the work queue.
 
-Six reflectors keep six stores: TFJobs, the controller's pods and services (by the
-``operator-name`` label), PodGroups, PriorityClasses and, under Volcano, the ``Unschedulable``
-events about PodGroups (the only place Volcano says why it does not admit a gang whose pods are
-held back; the planner reports it, ``tfjob.planner.waiting``). Every event maps to the key of the
-job it concerns; a PriorityClass change touches every job (their PodGroup ``minResources`` order
-can depend on it, D11), which is rare enough to simply requeue all of them. A PodGroup event
-wakes its job only when it says something new: Volcano repeats them every session, and a
-repeat only bumps the count.
+Six reflectors keep six stores (seven with a namespace scope): TFJobs, the controller's pods and
+services (by the ``operator-name`` label), PodGroups, PriorityClasses and, under Volcano, the
+``Unschedulable`` events about PodGroups (the only place Volcano says why it does not admit a gang
+whose pods are held back; the planner reports it, ``tfjob.planner.waiting``). Every event maps to
+the key of the job it concerns; a PriorityClass change touches every job (their PodGroup
+``minResources`` order can depend on it, D11), which is rare enough to simply requeue all of them.
+A PodGroup event wakes its job only when it says something new: Volcano repeats them every session,
+and a repeat only bumps the count. With a namespace scope (``controller.scope``) a seventh keeps
+the Namespaces, metadata alone, to match the scope's selector against their labels; a namespace
+that enters or leaves the scope wakes its jobs.
 
 What a reflector's first list reports, and a PriorityClass change, is queued as a resync
 (``enqueue_resync``): after a restart that is every object there is, and a job created or changed
-meanwhile must not wait behind ten thousand passes that find nothing to do. Relists report only
-what changed during the gap, so they are queued as changes.
+meanwhile must not wait behind ten thousand passes that find nothing to do. The exception is a job
+the first list finds without any status: no controller has reconciled it yet (it was created while
+none ran, or just before this one started), so it is a change and goes ahead of the resyncs.
+Relists report only what changed during the gap, so they are queued as changes.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from controller.admission import Unadmitted
 from controller.resources import (
     CHILD_LABEL_SELECTOR,
     PODGROUP_EVENT_SELECTOR,
@@ -31,10 +36,11 @@ from controller.resources import (
     podgroup_event_index,
     podgroup_resource,
 )
+from controller.scope import NamespaceScope
 from kube.api import KubeApi
 from kube.ownwrites import OwnWrites
 from kube.reflector import Handler, Reflector
-from kube.resources import EVENTS, PODS, PRIORITY_CLASSES, SERVICES, Resource
+from kube.resources import EVENTS, NAMESPACES, PODS, PRIORITY_CLASSES, SERVICES, Resource
 from kube.store import Store, object_key
 from kubeobjects.meta import Meta
 from tfjob.facts import FactsMemo
@@ -45,6 +51,7 @@ from tfjob.wire import as_podgroup, as_tfjob
 logger = logging.getLogger(__name__)
 
 JOB_INDEX = "job"
+NAMESPACE_INDEX = "namespace"
 FACTS_MEMO_CAPACITY = 1024
 
 EnqueueKey = Callable[[str], None]
@@ -111,10 +118,14 @@ class JobCaches:
         *,
         enqueue_resync: EnqueueKey | None = None,
         namespace: str = "",
+        scope: NamespaceScope = NamespaceScope(),
         settings: Settings = Settings(),
         watch_timeout_seconds: int = 290,
     ) -> None:
         self.writes = writes
+        self.scope = scope
+        # Pods deleted because admission did not mutate them: hidden until their deletion is seen.
+        self.unadmitted = Unadmitted()
         # A job's passes mostly read one stored version again (its first pass, then the one after
         # Volcano admits its gang): its facts are read once. Sized for the jobs of a burst whose
         # passes interleave; each entry is one defaulted copy of a job.
@@ -127,6 +138,7 @@ class JobCaches:
         self.podgroups = Store()
         self.priority_classes = Store()
         self.podgroup_events = Store()
+        self.namespaces = Store()
         for store in (self.pods, self.services):
             store.add_index(JOB_INDEX, job_label_index)
         self.podgroup_events.add_index(JOB_INDEX, podgroup_event_index)
@@ -143,7 +155,7 @@ class JobCaches:
                 metadata_only=res.plural in _METADATA_ONLY,
             )
             enqueue = self._enqueuer(made)
-            made.add_handler(self._child_handler(res, enqueue) if child else self._job_handler(enqueue))
+            made.add_handler(self._child_handler(res, enqueue) if child else self._job_handler(made))
             return made
 
         self.reflectors = [
@@ -175,6 +187,18 @@ class JobCaches:
             )
             events = self.reflectors[-1]
             events.add_handler(self._podgroup_event_handler(self._enqueuer(events)))
+        if not scope.everywhere:
+            self.jobs.add_index(NAMESPACE_INDEX, lambda obj: [Meta(obj).namespace])
+            namespaces = Reflector(
+                api,
+                NAMESPACES,
+                self.namespaces,
+                watch_timeout_seconds=watch_timeout_seconds,
+                transform=trim,
+                metadata_only=True,
+            )
+            namespaces.add_handler(self._namespace_handler(self._enqueuer(namespaces)))
+            self.reflectors.append(namespaces)
 
     # -- events -> keys ----------------------------------------------------------------------
 
@@ -186,15 +210,23 @@ class JobCaches:
 
         return enqueue
 
-    def _job_handler(self, enqueue: EnqueueKey) -> Handler:
+    def _job_handler(self, reflector: Reflector) -> Handler:
+        enqueue = self._enqueuer(reflector)
+
         def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-            if not self.writes.observe(TFJOBS.plural, event_type, obj):
+            if self.writes.observe(TFJOBS.plural, event_type, obj):
+                return
+            if not reflector.synced and not obj.get("status"):
+                self._enqueue(object_key(obj))  # never reconciled: a change, not a resync
+            else:
                 enqueue(object_key(obj))
 
         return handle
 
     def _child_handler(self, res: Resource, enqueue: EnqueueKey) -> Handler:
         def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            if res is PODS and self.unadmitted.quiet(event_type, obj):
+                return  # the pass that made it sees the answer; an unadmitted one retries with back-off
             own_write = self.writes.observe(res.plural, event_type, obj)
             key = job_key_of_child(obj)
             if key is not None and not own_write:
@@ -212,6 +244,17 @@ class JobCaches:
                 return
             key = job_key_of_podgroup_event(obj)
             if key is not None and event_type != "DELETED":
+                enqueue(key)
+
+        return handle
+
+    def _namespace_handler(self, enqueue: EnqueueKey) -> Handler:
+        def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            admitted = event_type != "DELETED" and self.scope.admits(Meta(obj).labels)
+            was_admitted = old is not None and self.scope.admits(Meta(old).labels)
+            if event_type == "MODIFIED" and was_admitted == admitted:
+                return
+            for key in self.jobs.index_keys(NAMESPACE_INDEX, Meta(obj).name):
                 enqueue(key)
 
         return handle
@@ -234,6 +277,16 @@ class JobCaches:
         for reflector in self.reflectors:
             await reflector.wait_synced()
 
+    def in_scope(self, namespace: str) -> bool | None:
+        """Whether ``namespace`` is served; None while the namespace is not known here yet (its
+        watch event wakes its jobs)."""
+        if self.scope.everywhere:
+            return True
+        found = self.namespaces.get(namespace)
+        if found is None:
+            return None
+        return self.scope.admits(Meta(found).labels)
+
     def job(self, key: str) -> dict[str, Any] | None:
         namespace, _, name = key.partition("/")
         return self.writes.view(TFJOBS.plural, namespace, name, self.jobs.get(key))
@@ -244,6 +297,8 @@ class JobCaches:
         namespace, name, uid = meta.namespace, meta.name, meta.uid
         key = f"{namespace}/{name}"
         pods = self.writes.view_owned(PODS.plural, uid, self.pods.by_index(JOB_INDEX, key))
+        if self.unadmitted:
+            pods = [pod for pod in pods if Meta(pod).uid not in self.unadmitted]
         services = self.writes.view_owned(SERVICES.plural, uid, self.services.by_index(JOB_INDEX, key))
         podgroup = self.writes.view(self.podgroup_resource.plural, namespace, name, self.podgroups.get(key))
         priority_values = {Meta(pc).name: _priority_value(pc) for pc in self.priority_classes.list()}

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from controller.scope import NamespaceScope, parse_namespace_selector
 from kube.flags import Flags, boolean, non_negative_number, port, positive_int, positive_number
 from kube.leader import LeaseTerms
 from tfjob.settings import Settings
@@ -30,6 +31,8 @@ class ControllerConfig:
     ops_port: int = 8082
     # "" watches every namespace.
     namespace: str = ""
+    # The namespaces served, as the webhooks' namespaceSelector says (``controller.scope``).
+    scope: NamespaceScope = field(default_factory=NamespaceScope)
     leader_election: LeaseTerms | None = None
     settings: Settings = field(default_factory=Settings)
     kube_api_qps: float = 20.0
@@ -54,6 +57,13 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     add("--ops-host", "0.0.0.0", "address of the plain-HTTP /healthz, /readyz, /metrics server")
     add("--ops-port", "8082", "port of the ops server", type=port)
     add("--namespace", "", "watch only this namespace; empty watches all")
+    add(
+        "--namespace-selector",
+        "",
+        "the admission webhooks' namespaceSelector, a metav1.LabelSelector in JSON: TFJobs in "
+        "namespaces whose labels it does not match are left alone (a Warning event OutsideScope "
+        "says so); empty serves every namespace",
+    )
     add("--leader-elect", False, "run Lease leader election", type=boolean, nargs="?", const="true")
     add("--lease-name", DEFAULT_LEASE_NAME, "name of the leader-election Lease")
     add("--lease-namespace", None, "Lease namespace; default --namespace, else POD_NAMESPACE, else default")
@@ -91,6 +101,10 @@ def parse_config(
     parser = build_parser(environment)
     args = parser.parse_args(argv)
     namespace: str = args.namespace or ""
+    try:
+        scope = parse_namespace_selector(args.namespace_selector or "")
+    except ValueError as exc:
+        parser.error(f"--namespace-selector: {exc}")
     leader_election = None
     if args.leader_elect:
         lease_namespace = args.lease_namespace or namespace or environment.get("POD_NAMESPACE") or "default"
@@ -111,6 +125,7 @@ def parse_config(
         ops_host=args.ops_host,
         ops_port=args.ops_port,
         namespace=namespace,
+        scope=scope,
         leader_election=leader_election,
         settings=Settings(
             gang_scheduler_name=args.gang_scheduler_name,

@@ -62,6 +62,7 @@ class Controller:
             self.queue.add,
             enqueue_resync=self.queue.add_resync,
             namespace=config.namespace,
+            scope=config.scope,
             settings=config.settings,
             watch_timeout_seconds=watch_timeout_seconds,
         )
@@ -71,7 +72,7 @@ class Controller:
         self.status_writer = StatusWriter(api, self.writes, self.metrics)
         self.reconciler = Reconciler(
             self.caches,
-            ActionRunner(api, self.writes, self.metrics, config.settings),
+            ActionRunner(api, self.writes, self.metrics, config.settings, self.caches.unadmitted),
             self.status_writer,
             self._record_event,
             self.metrics,
@@ -107,6 +108,7 @@ class Controller:
         if event_type == "DELETED":
             uid = str((obj.get("metadata") or {}).get("uid") or "")
             self.status_writer.forget(uid)
+            self.reconciler.outside_scope.forget(uid)
             self.writes.forget_owner(uid)
 
     @contextlib.asynccontextmanager

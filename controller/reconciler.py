@@ -18,20 +18,23 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from controller.actions import ActionFailed, ActionRunner, Outcome
+from controller.admission import NotAdmitted
 from controller.caches import JobCaches
 from controller.metrics import ControllerMetrics
+from controller.scope import OutsideScopeNotices, outside_scope_event
 from controller.status import StatusWriter
 from kube.errors import ApiError
 from kube.logs import log_fields
+from kubeobjects.meta import Meta
 from tfjob.planner import COUNTER_CREATED, Observed, plan
 from tfjob.planner.actions import Action, CreatePod, CreateService, Event
 from tfjob.planner.conditions import is_finished
-from tfjob.planner.waiting import refused_creation_status
+from tfjob.planner.waiting import refused_creation_status, unadmitted_pod_status
 from tfjob.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -93,6 +96,7 @@ class Reconciler:
     metrics: ControllerMetrics
     settings: Settings
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    outside_scope: OutsideScopeNotices = field(default_factory=OutsideScopeNotices)
 
     async def reconcile(self, key: str) -> PassResult:
         started = time.monotonic()
@@ -111,9 +115,14 @@ class Reconciler:
             return PassResult(None, 0, False)
         metadata = job.get("metadata") or {}
         with log_fields(job=key, job_uid=str(metadata.get("uid") or ""), kind="TFJob"):
+            namespace = str(metadata.get("namespace") or "")
+            served = self.caches.in_scope(namespace)
+            if not served:
+                if served is False:
+                    self._leave_alone(job, namespace)
+                return PassResult(None, 0, False)
             observed = self.caches.observe(job)
             result = plan(observed, self.clock(), self.settings)
-            namespace = str(metadata.get("namespace") or "")
             writes = 0
             status_written = False
             finishing = _finishes(job, result.status)
@@ -154,21 +163,36 @@ class Reconciler:
                 )
             return PassResult(requeue_after, writes, status_written)
 
+    def _leave_alone(self, job: Mapping[str, Any], namespace: str) -> None:
+        """A job outside the scope: nothing is done to it; it is told why once per version."""
+        meta = Meta(job)
+        if not self.outside_scope.first_time(meta.uid, meta.resource_version):
+            return
+        event = outside_scope_event(namespace, self.caches.scope)
+        logger.warning("left alone: %s", event.message)
+        self.record(job, event)
+
     async def _report_refusal(
         self, job: Mapping[str, Any], failure: ActionFailed, counters: tuple[str, ...]
     ) -> None:
-        """A pod or service the API refuses to create (quota, a webhook, an invalid template): the
-        job's Created condition says so, not only this log. Transient failures are not reported;
+        """A pod or service the API refuses to create (quota, a webhook, an invalid template), or a
+        pod admission did not mutate (``controller.admission``, reason ``AdmissionWebhookMissing``):
+        the job's Created condition says so, not only this log. Transient failures are not reported;
         the retry with backoff deals with them. The refusal's own write failing changes nothing:
         the pass fails anyway and is retried."""
         action, cause = failure.action, failure.cause
-        if not isinstance(action, CreatePod | CreateService) or not isinstance(cause, ApiError):
-            return
-        if cause.status not in _REFUSALS:
-            return
-        what = f"{'pod' if isinstance(action, CreatePod) else 'service'} {action.name}"
         name = str((job.get("metadata") or {}).get("name") or "")
-        status = refused_creation_status(job.get("status"), name, what, str(cause), self.clock())
+        if isinstance(cause, NotAdmitted):
+            status = unadmitted_pod_status(job.get("status"), name, str(cause), self.clock())
+        elif (
+            isinstance(action, CreatePod | CreateService)
+            and isinstance(cause, ApiError)
+            and cause.status in _REFUSALS
+        ):
+            what = f"{'pod' if isinstance(action, CreatePod) else 'service'} {action.name}"
+            status = refused_creation_status(job.get("status"), name, what, str(cause), self.clock())
+        else:
+            return
         try:
             written = await self.status.write(job, status)
         except ApiError as error:

@@ -97,6 +97,9 @@ REASON_SUSPENDED: Final = "TFJobSuspended"
 REASON_RESUMED: Final = "TFJobResumed"
 # tfgang's own (D14): the gang was not admitted within schedulingPolicy.scheduleTimeoutSeconds.
 REASON_SCHEDULE_TIMEOUT: Final = "TFJobScheduleTimeout"
+# tfgang's own: a pod came back from its create without the mutating webhook's marks and was
+# deleted (the Created condition's reason and a Warning event; controller.admission).
+REASON_ADMISSION_WEBHOOK_MISSING: Final = "AdmissionWebhookMissing"
 
 # --- event reasons (reference §7.2) --------------------------------------------------------------
 EVENT_SUCCESSFUL_CREATE_POD: Final = "SuccessfulCreatePod"

@@ -36,6 +36,8 @@ def _controller_grants(where: str, podgroup_group: str | None = "scheduling.volc
     grants |= {
         Grant("*", "scheduling.k8s.io", "priorityclasses", verb, "") for verb in ("list", "watch")
     }
+    # the scope's selector is matched against namespace labels (controller.scope)
+    grants |= {Grant("*", "", "namespaces", verb, "") for verb in ("list", "watch")}
     grants |= {
         Grant(NAMESPACE, "coordination.k8s.io", "leases", "create", ""),
         Grant(NAMESPACE, "coordination.k8s.io", "leases", "get", LEASE),
@@ -112,6 +114,7 @@ def test_namespace_scoped_mode_binds_only_roles_in_the_watched_namespace_apart_f
         cluster_wide = {grant for grant in granted(objects, account) if grant[0] == "*"}
         assert {resource for _, _, resource, _, _ in cluster_wide} <= {
             "priorityclasses",
+            "namespaces",  # their labels, matched by the scope's selector
             "mutatingwebhookconfigurations",
             "validatingwebhookconfigurations",
         }

@@ -1,4 +1,8 @@
-"""After a restart every existing job is queued for a pass; a job created meanwhile goes first."""
+"""After a restart every existing job is queued for a pass; a job created meanwhile goes first.
+
+The existing jobs have a status, as a controller before the restart left them: a job without one
+was never reconciled and is itself queued as a change
+(``tests/controller/test_first_list_serves_new_jobs_first.py``)."""
 
 from __future__ import annotations
 
@@ -8,13 +12,16 @@ import contextlib
 import pytest
 
 from controller.manager import Controller
+from controller.resources import TFJOBS
 from kube.api import KubeApi
 from kube.client import make_api_client
+from kube.patches import PatchType
 
 from .cluster import Cluster, eventually, simple_job
 from .operator import controller_config
 
 EXISTING = 12
+RECONCILED = {"status": {"conditions": [{"type": "Created", "status": "True", "reason": "TFJobCreated"}]}}
 
 
 async def _true(value: bool) -> bool:
@@ -27,6 +34,9 @@ async def test_a_job_created_after_a_restart_is_reconciled_before_the_resync_of_
     ns = cluster.namespace
     for index in range(EXISTING):
         await cluster.create_job(simple_job(f"old-{index}", ns))
+        await cluster.api.patch(
+            TFJOBS, f"old-{index}", RECONCILED, ns, patch_type=PatchType.MERGE, subresource="status"
+        )
     client = await make_api_client(controller_kubeconfig)
     api = KubeApi(client, qps=1000.0, burst=1000)
     controller = Controller(api, controller_config(namespace=ns, workers=1))

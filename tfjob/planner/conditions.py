@@ -107,6 +107,27 @@ def with_message(
     return result
 
 
+def with_reason(
+    conditions: Sequence[JobCondition], type_: str, reason: str, message: str, timestamp: str
+) -> list[JobCondition]:
+    """The list with the ``type_`` condition's reason and message replaced where it stands.
+
+    Unlike ``set_condition`` the entry keeps its place (the ``State`` column shows the last entry,
+    which a changed reason of an older condition must not move) and its ``lastTransitionTime``.
+    """
+    result: list[JobCondition] = []
+    for condition in conditions:
+        if condition.get("type") == type_ and (
+            condition.get("reason") != reason or condition.get("message") != message
+        ):
+            condition = JobCondition(**condition)
+            condition["reason"] = reason
+            condition["message"] = message
+            condition["lastUpdateTime"] = timestamp
+        result.append(condition)
+    return result
+
+
 def last_condition_type(conditions: Sequence[JobCondition]) -> str:
     """What ``kubectl get tfjob`` shows in the ``State`` column: the type of the last entry."""
     return conditions[-1].get("type", "") if conditions else ""

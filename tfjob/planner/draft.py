@@ -9,7 +9,7 @@ from datetime import datetime
 from kubeobjects.jsonvalues import copy_json
 from kubeobjects.times import format_time
 from tfjob.planner.actions import Action, Event
-from tfjob.planner.conditions import new_condition, set_condition, with_message
+from tfjob.planner.conditions import new_condition, set_condition, with_message, with_reason
 from tfjob.wire import JobCondition, JobStatus
 
 COUNTER_CREATED = "jobs_created"
@@ -66,6 +66,15 @@ class Draft:
         """Replace the message of the ``type_`` condition; True when it changed."""
         before = self.conditions
         after = with_message(before, type_, message, self.timestamp)
+        if after == before:
+            return False
+        self.status["conditions"] = after
+        return True
+
+    def set_reason(self, type_: str, reason: str, message: str) -> bool:
+        """Replace the reason and message of the ``type_`` condition in place; True when changed."""
+        before = self.conditions
+        after = with_reason(before, type_, reason, message, self.timestamp)
         if after == before:
             return False
         self.status["conditions"] = after

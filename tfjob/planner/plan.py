@@ -53,6 +53,7 @@ from tfjob.constants import (
     EVENT_FAILED_CREATE_SERVICE,
     EVENT_SET_POD_TEMPLATE_RESTART_POLICY,
     EVENT_SET_POD_TEMPLATE_SCHEDULER_NAME,
+    REASON_ADMISSION_WEBHOOK_MISSING,
     REASON_CREATED,
     REASON_RESTARTING,
     STATUS_ORDER,
@@ -118,6 +119,11 @@ def _untouched(job: TFJob) -> Plan:
     )
 
 
+def _reason(draft: Draft, type_: str) -> str | None:
+    found = find_condition(draft.conditions, type_)
+    return None if found is None else found.get("reason")
+
+
 def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
     """One reconcile pass for ``observed.job``; ``now`` must be timezone-aware."""
     if now.tzinfo is None:
@@ -133,6 +139,10 @@ def plan(observed: Observed, now: datetime, settings: Settings) -> Plan:
         draft.set_condition(COND_CREATED, TRUE, REASON_CREATED, created_message(facts.name))
         if find_condition(draft.conditions, COND_CREATED) is not None:  # not after a Failed one
             draft.count(COUNTER_CREATED)
+    elif _reason(draft, COND_CREATED) == REASON_ADMISSION_WEBHOOK_MISSING:
+        # Set by the controller when a pod came back unmutated (``unadmitted_pod_status``); this
+        # status is written only if the pass's creates all go through, i.e. were admitted.
+        draft.set_reason(COND_CREATED, REASON_CREATED, created_message(facts.name))
     children = Children(
         pods=[pod for pod in observed.pods if owned_by(pod, facts)],
         services=[service for service in observed.services if owned_by(service, facts)],

@@ -28,7 +28,12 @@ from typing import Any, Final
 
 from kubeobjects.meta import Meta, mapping
 from kubeobjects.times import parse_time
-from tfjob.constants import COND_CREATED, EVENT_PODGROUP_PENDING, REASON_CREATED
+from tfjob.constants import (
+    COND_CREATED,
+    EVENT_PODGROUP_PENDING,
+    REASON_ADMISSION_WEBHOOK_MISSING,
+    REASON_CREATED,
+)
 from tfjob.planner.actions import WARNING
 from tfjob.planner.conditions import TRUE, find_condition, is_finished
 from tfjob.planner.draft import Draft
@@ -209,6 +214,25 @@ def report_waiting(draft: Draft, job_name: str, waiting: Waiting) -> None:
     message = waiting_message(job_name, found.text) if found else created_message(job_name)
     if draft.set_message(COND_CREATED, message) and found is not None and found.from_podgroup:
         draft.emit(WARNING, EVENT_PODGROUP_PENDING, found.text)
+
+
+def unadmitted_pod_status(status: JobStatus | None, job_name: str, why: str, now: datetime) -> JobStatus:
+    """The stored ``status`` with the Created condition's reason ``AdmissionWebhookMissing``.
+
+    The controller writes it when a pod it created came back without the mutating webhook's marks
+    (and deleted it): ``why`` says which pod and what to fix. The reason changes in place, so the
+    ``State`` column keeps showing the newest condition; a finished job is left as it is. The next
+    pass whose creates all go through puts ``TFJobCreated`` back (``plan``).
+    """
+    draft = Draft.starting_from(status, now)
+    if is_finished(draft.conditions):
+        return draft.status
+    message = bounded(f"{created_message(job_name)} Not running yet: {why}")
+    if find_condition(draft.conditions, COND_CREATED) is None:
+        draft.set_condition(COND_CREATED, TRUE, REASON_ADMISSION_WEBHOOK_MISSING, message)
+    else:
+        draft.set_reason(COND_CREATED, REASON_ADMISSION_WEBHOOK_MISSING, message)
+    return draft.status
 
 
 def refused_creation_status(

@@ -108,12 +108,14 @@ helm.sh/chart: {{ include "tfgang.chart" .ctx }}
 {{- end }}
 
 {{/*
-The namespaceSelector both webhook configurations share: never kube-system nor the release
-namespace (the webhook must never gate its own pods), plus the user's exclusions; in
-namespace-scoped mode only the watched namespaces.
+tfgang's scope (values `scope`, `watchNamespaces` and the older `webhook.excludedNamespaces` and
+`webhook.namespaceSelectorExpressions`): the one namespaceSelector both webhook configurations
+carry and the controller gets as --namespace-selector, so a namespace is served by all three or by
+none. Never kube-system nor the release namespace (the webhook must never gate its own pods); in
+namespace-scoped mode only the watched namespace.
 */}}
-{{- define "tfgang.webhook.namespaceSelector" -}}
-{{- $excluded := concat (list "kube-system" .Release.Namespace) .Values.webhook.excludedNamespaces | uniq -}}
+{{- define "tfgang.scope.namespaceSelector" -}}
+{{- $excluded := concat (list "kube-system" .Release.Namespace) .Values.scope.excludedNamespaces .Values.webhook.excludedNamespaces | uniq -}}
 matchExpressions:
   - key: kubernetes.io/metadata.name
     operator: NotIn
@@ -125,9 +127,14 @@ matchExpressions:
     values:
       {{- toYaml . | nindent 6 }}
   {{- end }}
-  {{- with .Values.webhook.namespaceSelectorExpressions }}
+  {{- with concat .Values.scope.namespaceSelectorExpressions .Values.webhook.namespaceSelectorExpressions }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
+{{- end }}
+
+{{/* The webhooks' namespaceSelector: tfgang's scope. */}}
+{{- define "tfgang.webhook.namespaceSelector" -}}
+{{- include "tfgang.scope.namespaceSelector" . }}
 {{- end }}
 
 {{/* caBundle / CA injection per certificate mode: the clientConfig line. */}}
@@ -207,6 +214,10 @@ services and PodGroups is the re-read after a create that found the object alrea
 {{- define "tfgang.controller.clusterRules" -}}
 - apiGroups: ["scheduling.k8s.io"]
   resources: ["priorityclasses"]
+  verbs: ["list", "watch"]
+# The scope's selector is matched against namespace labels.
+- apiGroups: [""]
+  resources: ["namespaces"]
   verbs: ["list", "watch"]
 {{- end }}
 
