@@ -43,7 +43,7 @@ from sandbox.backends import SANDBOX, ClusterApiServer, SandboxApiServer, new_ap
 from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
 from sandbox.ports import free_port
 from sandbox.supervisor import ChildFailed, ChildSpec, Supervisor
-from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, webhook_configurations
+from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, controller_scope, webhook_configurations
 
 logger = logging.getLogger(__name__)
 
@@ -307,9 +307,12 @@ class LocalCluster:
             identity = Identity(f"{CONTROLLER_IDENTITY.user}-{name}", CONTROLLER_IDENTITY.groups)
             kubeconfig = await self._identity_kubeconfig(name, identity)
         port = self.ops_ports[name] = free_port()
+        flags = self.options.controller_flags
+        if not any(flag.startswith("--namespace-selector") for flag in flags):
+            flags = ("--namespace-selector", await asyncio.to_thread(controller_scope), *flags)
         controller = _python(
             "controller", "--kubeconfig", kubeconfig, "--ops-host", "127.0.0.1",
-            "--ops-port", str(port), "--log-level", self.options.log_level, *self.options.controller_flags,
+            "--ops-port", str(port), "--log-level", self.options.log_level, *flags,
         )  # fmt: skip
         await self.supervisor.start(self._spec(name, controller))
         await self._until(lambda: _http_ok(port), f"{name} to be ready")

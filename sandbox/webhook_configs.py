@@ -27,6 +27,19 @@ def ca_bundle_of(ca_pem: bytes) -> str:
     return base64.b64encode(ca_pem).decode("ascii")
 
 
+def controller_scope(operator_namespace: str = OPERATOR_NAMESPACE) -> str:
+    """The chart's ``--namespace-selector`` for the controller (JSON): the same scope as the
+    webhooks' namespaceSelector, so the local cluster never half-runs a job the webhook skips."""
+    for obj in render_chart(namespace=operator_namespace):
+        if obj["kind"] != "Deployment":
+            continue
+        for container in obj["spec"]["template"]["spec"]["containers"]:
+            for variable in container.get("env") or ():
+                if variable.get("name") == "TFGANG_NAMESPACE_SELECTOR":
+                    return str(variable["value"])
+    raise LookupError("the chart gives the controller no TFGANG_NAMESPACE_SELECTOR")
+
+
 def webhook_configurations(
     base_url: str, ca_bundle: str, operator_namespace: str = OPERATOR_NAMESPACE
 ) -> list[JsonObj]:
