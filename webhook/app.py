@@ -155,11 +155,22 @@ class AdmissionApp:
                 415, "UnsupportedMediaType", f"unsupported Content-Encoding {clip(encoding, 40)!r}",
                 "unsupported_media_type",
             )  # fmt: skip
-        declared = request.content_length
+        try:
+            declared = request.content_length
+        except ValueError:
+            # llhttp accepts any run of digits; Python's int() refuses more than 4,300 of them
+            # (leading zeros included), which would escape as an internal error.
+            raise _Refusal(
+                400, "BadRequest", "malformed HTTP request: Content-Length has too many digits", "bad_request"
+            ) from None
         if declared is not None and declared > limit:
             raise _too_large(f"the request body of {declared} bytes exceeds {limit}")
         if not request.body_exists:
             return b""
+        if request.version >= (1, 1) and request.headers.get("Expect", "").lower() == "100-continue":
+            # What aiohttp's Application does for its routes (the low-level server leaves it to us):
+            # the client sends its body once told to. HTTP/1.0 has no interim answers.
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         # A chunked or compressed body's size is known only once read: it may take the limit.
         size = declared if declared is not None and encoding in ("", "identity") else limit
         reserved = 0
