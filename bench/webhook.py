@@ -717,18 +717,17 @@ async def decision_path_cpu(jobs: list[dict[str, Any]], bodies: list[bytes]) -> 
     """CPU seconds per admission of the decision path alone (decode, decide, encode), no HTTP/TLS."""
     from webhook.admission import admit_pod
     from webhook.cache import StaticJobs
-    from webhook.patch_memo import PatchMemo
+    from webhook.job_memo import MutationMemo
     from webhook.review import build_response, parse_review
-    from webhook.tfconfig_memo import TFConfigMemo
 
     lookup = StaticJobs(jobs)
     settings = Settings()
-    memo, patches = TFConfigMemo(), PatchMemo()
+    memo = MutationMemo()
 
     async def one_pass() -> None:
         for payload in bodies:
             review = parse_review(orjson.loads(payload))
-            decision = await admit_pod(review, lookup, settings, memo, patches)
+            decision = await admit_pod(review, lookup, settings, memo)
             orjson.dumps(build_response(review, decision))
 
     await one_pass()  # warm the memories as the server's are

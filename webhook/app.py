@@ -45,8 +45,8 @@ from webhook.connections import (
     HeaderDeadline,
     status_body,
 )
+from webhook.job_memo import MutationMemo
 from webhook.metrics import WebhookMetrics
-from webhook.patch_memo import PatchMemo
 from webhook.quietlog import LogBudget
 from webhook.review import (
     AdmissionRequest,
@@ -57,7 +57,6 @@ from webhook.review import (
     deny,
     parse_review,
 )
-from webhook.tfconfig_memo import TFConfigMemo
 
 logger = logging.getLogger(__name__)
 # Denial messages may quote whole values of the object (validation errors): logs keep this much.
@@ -250,11 +249,10 @@ def build_app(
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
     max_inflight_body_bytes: int = DEFAULT_MAX_INFLIGHT_BODY_BYTES,
 ) -> AdmissionApp:
-    tf_configs = TFConfigMemo(cluster_domain=settings.cluster_domain)
-    patches = PatchMemo()
+    memo = MutationMemo(cluster_domain=settings.cluster_domain)
 
     async def decide_pod(request: AdmissionRequest) -> Decision:
-        return await admit_pod(request, jobs, settings, tf_configs, patches)
+        return await admit_pod(request, jobs, settings, memo)
 
     intake = Intake(max_body_bytes, body_timeout, BodyBudget(max_inflight_body_bytes))
     return AdmissionApp({MUTATE_PODS_PATH: decide_pod, VALIDATE_TFJOBS_PATH: admit_tfjob}, metrics, intake)
