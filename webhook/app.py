@@ -174,6 +174,10 @@ class AdmissionApp:
         size = declared if declared is not None and encoding in ("", "identity") else limit
         reserved = 0
         try:
+            if size <= SMALL_BODY and request.content.is_eof():
+                # Arrived whole with its head (kube-apiserver's reviews, nearly always): no deadline
+                # timer to make and cancel, no budget to take.
+                return await request.read()
             async with asyncio.timeout(intake.body_timeout):
                 if size > SMALL_BODY:
                     reserved = await intake.bodies.take(size)
