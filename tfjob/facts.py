@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from kubeobjects.meta import Meta, mapping, text
 from tfjob.constants import (
@@ -33,6 +33,7 @@ from tfjob.defaults import canonical_replica_type, replica_port, with_defaults
 from tfjob.wire import OwnerReference, ReplicaSpec, TFJob
 
 _T = TypeVar("_T")
+Derived = TypeVar("Derived")
 
 
 def _int_or_none(value: object) -> int | None:
@@ -216,31 +217,60 @@ def job_version(job: Mapping[str, Any]) -> JobVersion:
     return (meta.namespace, meta.name, meta.uid, meta.resource_version, meta.deleting)
 
 
-class FactsMemo:
-    """``read_facts`` once per job version, for the most recently read ``capacity`` jobs.
+class VersionMemo(Generic[Derived]):
+    """What ``derive(job)`` gives, once per job version, for the most recently used ``capacity`` jobs.
 
-    A job without a uid or resourceVersion (not from an API server) is read every time: its
-    content could change under the same key. The facts handed out are shared between callers,
-    like everything in ``JobFacts``, and must not be changed.
+    A job without a uid or resourceVersion (not from an API server) is derived every time: its
+    content could change under the same key. What is handed out is shared between callers and must
+    not be changed. ``on_keep`` hears of each value kept, ``on_evict`` of each value dropped for
+    room (``evict_oldest`` included).
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(
+        self,
+        derive: Callable[[TFJob], Derived],
+        capacity: int,
+        *,
+        on_keep: Callable[[Derived], None] | None = None,
+        on_evict: Callable[[Derived], None] | None = None,
+    ) -> None:
+        self._derive = derive
         self._capacity = capacity
-        self._entries: OrderedDict[JobVersion, JobFacts] = OrderedDict()
+        self._on_keep = on_keep
+        self._on_evict = on_evict
+        self._entries: OrderedDict[JobVersion, Derived] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def facts(self, job: TFJob) -> JobFacts:
+    def get(self, job: TFJob) -> Derived:
         version = job_version(job)
         if not version[2] or not version[3]:
-            return read_facts(job)
+            return self._derive(job)
         entries = self._entries
-        facts = entries.get(version)
-        if facts is not None:
+        value = entries.get(version)
+        if value is not None:
             entries.move_to_end(version)
-            return facts
-        facts = entries[version] = read_facts(job)
+            return value
+        value = entries[version] = self._derive(job)
+        if self._on_keep is not None:
+            self._on_keep(value)
         if len(entries) > self._capacity:
-            entries.popitem(last=False)
-        return facts
+            self.evict_oldest()
+        return value
+
+    def evict_oldest(self) -> None:
+        if self._entries:
+            _, value = self._entries.popitem(last=False)
+            if self._on_evict is not None:
+                self._on_evict(value)
+
+
+class FactsMemo(VersionMemo[JobFacts]):
+    """``read_facts`` once per job version (the controller's passes over the same stored job)."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(read_facts, capacity)
+
+    def facts(self, job: TFJob) -> JobFacts:
+        return self.get(job)

@@ -6,10 +6,9 @@ import logging
 
 from tfjob.settings import Settings
 from webhook.cache import JobLookup, JobLookupFailed
+from webhook.job_memo import MutationMemo
 from webhook.mutate_pod import mutate_pod, pod_target
-from webhook.patch_memo import PatchMemo
 from webhook.review import AdmissionRequest, Decision, Reason, deny
-from webhook.tfconfig_memo import TFConfigMemo
 from webhook.validate_tfjob import validate_tfjob
 
 logger = logging.getLogger(__name__)
@@ -19,8 +18,7 @@ async def admit_pod(
     request: AdmissionRequest,
     jobs: JobLookup,
     settings: Settings,
-    tf_configs: TFConfigMemo | None = None,
-    patches: PatchMemo | None = None,
+    memo: MutationMemo | None = None,
 ) -> Decision:
     target = pod_target(request)
     if isinstance(target, Decision):
@@ -31,7 +29,7 @@ async def admit_pod(
         logger.warning("%s", exc)
         # 503: the controller retries the pod creation later, when the API is reachable again.
         return deny(Reason.LOOKUP_FAILED, 503, str(exc))
-    return mutate_pod(target, job, settings, tf_configs, patches)
+    return mutate_pod(target, job, settings, memo)
 
 
 async def admit_tfjob(request: AdmissionRequest) -> Decision:

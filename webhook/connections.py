@@ -1,19 +1,29 @@
-"""The bounds on what a caller can hold of the webhook: connection limits, the body budget, and the
-``metav1.Status`` body every refusal carries.
+"""The bounds on what a caller can hold of the webhook: connection limits, the body budget, the
+header deadline, and the ``metav1.Status`` body every refusal carries.
 
 ``ConnectionLimits`` are the flags' values: the idle limit (kept above kube-apiserver's own 90 s,
 so that the client, not the server, closes idle connections), the header, body and TLS handshake
-deadlines, the connection cap and the header sizes. ``http11`` enforces the deadlines and sizes as
-state of each connection, ``server`` the cap and the handshake deadline (its accept loop).
+deadlines, the connection cap and the header sizes. aiohttp enforces the idle limit
+(``keepalive_timeout``) and the header sizes (its parser's ``max_line_size``, ``max_field_size``,
+``max_headers``); ``server`` the cap and the handshake deadline (its accept loop); ``app`` the body
+deadline, size and budget. aiohttp has no deadline on reading a request's headers, so
+``HeaderDeadline`` wraps each connection's protocol and adds one, as Apache's mod_reqtimeout does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 import orjson
+
+from webhook.quietlog import LogBudget
+
+logger = logging.getLogger(__name__)
+_client_errors = LogBudget()
 
 # kube-apiserver's webhook client closes its idle connections after 90 s; closing them later
 # than that means the server never closes one the client is about to reuse.
@@ -98,3 +108,138 @@ class BodyBudget:
                 self._free -= wanted
                 self._waiting.remove(entry)
                 waiter.set_result(None)
+
+
+class HeaderDeadline(asyncio.Protocol):
+    """The HTTP protocol of one connection (aiohttp's ``RequestHandler``), with a header deadline.
+
+    A request's headers must be complete ``header_timeout`` after its first byte, else the client
+    gets a 408 and the connection is closed: slow-header clients (slowloris) cannot hold
+    connections. The clock starts with the first byte that arrives while no request is being
+    read -- on a fresh connection, or after the previous request's body was read whole -- and
+    stops when aiohttp hands the parsed request to the handler (``head_complete``). The handler
+    reports the body read (``body_read``) and the answer made (``answered``); a deadline that
+    passes while an earlier answer is still being made closes the connection after that answer.
+
+    A client that stops taking its answers (the transport pauses writing) must take them again
+    within the same deadline, else the connection is aborted: otherwise a closing connection's
+    last answer would hold it open for as long as the client wishes.
+
+    Everything goes through public API: the wrapped protocol sees every callback unchanged.
+    """
+
+    def __init__(
+        self,
+        protocol: asyncio.Protocol,
+        header_timeout: float,
+        *,
+        on_open: Callable[[HeaderDeadline], None] | None = None,
+        on_close: Callable[[HeaderDeadline], None] | None = None,
+    ) -> None:
+        self._protocol = protocol
+        self._timeout = header_timeout
+        self._on_open = on_open
+        self._on_close = on_close
+        self._loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self._awaiting_head = True  # the next byte begins a request
+        self._answering = False
+        self._expired = False
+        self._deadline: float | None = None  # loop time by which the head must be complete
+        self._timer: asyncio.TimerHandle | None = None
+        self._stalled: asyncio.TimerHandle | None = None
+
+    # -- the handler's reports ---------------------------------------------------------------------
+
+    def head_complete(self) -> None:
+        self._awaiting_head = False
+        self._answering = True
+        # The timer is left to fire and find no deadline: a handle made and cancelled per request
+        # would cost more than the rest of the guard together.
+        self._deadline = None
+
+    def body_read(self) -> None:
+        self._awaiting_head = True
+
+    def answered(self) -> bool:
+        """The answer is made; True when the connection must close after it (a deadline passed)."""
+        self._answering = False
+        self._awaiting_head = True
+        return self._expired
+
+    # -- asyncio callbacks, passed on ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's TLS transport has a Transport's methods without deriving from it.
+        self.transport = cast(asyncio.Transport, transport)
+        if self._on_open is not None:
+            self._on_open(self)
+        self._protocol.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self._awaiting_head and self._deadline is None and data:
+            self._deadline = deadline = self._loop.time() + self._timeout
+            if self._timer is None:
+                self._timer = self._loop.call_at(deadline, self._head_too_slow)
+        self._protocol.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._protocol.eof_received()
+
+    def pause_writing(self) -> None:
+        if self._stalled is None:
+            self._stalled = self._loop.call_later(self._timeout, self._abort)
+        self._protocol.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+        self._protocol.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for timer in (self._timer, self._stalled):
+            if timer is not None:
+                timer.cancel()
+        self._timer = self._stalled = None
+        try:
+            self._protocol.connection_lost(exc)
+        finally:
+            # Only a connection that was made is reported closed (a failed TLS handshake is not).
+            on_close, self._on_close = self._on_close, None
+            if on_close is not None and self.transport is not None:
+                on_close(self)
+            self.transport = None
+
+    # -- deadlines ---------------------------------------------------------------------------------
+
+    def _head_too_slow(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        transport = self.transport
+        if deadline is None or transport is None or transport.is_closing():
+            return
+        if self._loop.time() < deadline:  # set by a later request than the one that armed it
+            self._timer = self._loop.call_at(deadline, self._head_too_slow)
+            return
+        self._deadline = None
+        if self._answering:
+            self._expired = True  # the answer being made goes out first, then the connection closes
+            return
+        _client_errors.log(
+            logger, logging.INFO, "closed a connection whose request headers took over %gs", self._timeout
+        )
+        body = status_body(408, "Timeout", f"request headers not received within {self._timeout:g}s")
+        # No request is being answered, so nothing else writes on this connection.
+        transport.write(
+            b"HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+            + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+            + body
+        )
+        transport.close()
+
+    def _abort(self) -> None:
+        self._stalled = None
+        if self.transport is not None:
+            logger.debug("aborted a connection whose client took no answer for %gs", self._timeout)
+            self.transport.abort()

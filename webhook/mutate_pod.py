@@ -51,16 +51,13 @@ from tfjob.constants import (
     LABEL_REPLICA_TYPE,
     TF_CONFIG_ENV,
 )
-from tfjob.facts import read_facts
 from tfjob.naming import replica_index
 from tfjob.pods import gang_marks
 from tfjob.settings import Settings
-from tfjob.tfconfig import tf_config
 from tfjob.wire import TFJob
 from webhook.bounds import invalid_value, quoted
-from webhook.patch_memo import PatchMemo
+from webhook.job_memo import MutationMemo
 from webhook.review import AdmissionRequest, Decision, JSONObject, Reason, allow, deny
-from webhook.tfconfig_memo import TFConfigMemo
 
 DENIED: Final = 403
 USER_TF_CONFIG_WARNING: Final = (
@@ -148,21 +145,24 @@ def mutate_pod(
     target: PodTarget,
     job: TFJob | None,
     settings: Settings,
-    tf_configs: TFConfigMemo | None = None,
-    patches: PatchMemo | None = None,
+    memo: MutationMemo | None = None,
 ) -> Decision:
     """The patch for ``target.pod`` given its TFJob (None: it does not exist).
 
-    ``tf_configs`` remembers TF_CONFIG per job across calls; without one, each call computes it.
-    ``patches`` remembers whole decisions per job version, replica and pod shape (the same settings
-    every call): only the checks run again.
+    ``memo`` keeps what is derived from each job version across calls (``webhook.job_memo``; made
+    with ``settings.cluster_domain``, and used with the same settings every call): the facts,
+    TF_CONFIG and whole decisions per replica and pod shape, so only the checks run again.
+    Without one, everything is derived for this call alone.
     """
     job_ref = f"{target.namespace}/{target.job_name}"
     if job is None:
         return deny(
             Reason.NO_TFJOB, DENIED, f"TFJob {job_ref} (label {LABEL_JOB_NAME} of the pod) does not exist"
         )
-    facts = read_facts(job) if tf_configs is None else tf_configs.facts(job)
+    if memo is None:
+        memo = MutationMemo(cluster_domain=settings.cluster_domain)
+    mutations = memo.job(job)
+    facts = mutations.facts
     if not facts.managed_here:
         return allow(Reason.IGNORED)  # another manager's job: its pods are its business
     pod = target.pod
@@ -214,10 +214,9 @@ def mutate_pod(
     container = containers[position]
     env = container.get("env")
     key = None
-    if patches is not None and not (isinstance(env, list) and _tf_config_entry(env) is not None):
+    if not (isinstance(env, list) and _tf_config_entry(env) is not None):
+        # Everything read below beyond the job version (which the memo's entry stands for).
         key = (
-            owner_uid,
-            job_meta.resource_version,
             rtype,
             index,
             position,
@@ -226,16 +225,13 @@ def mutate_pod(
             _entries_state(meta.raw.get("labels"), marks.labels),
             spec.get("schedulerName") == marks.scheduler_name,
         )
-        remembered = patches.get(key)
+        remembered = mutations.decisions.get(key)
         if remembered is not None:
             return remembered
 
     patch: list[JSONObject] = []
     warnings: list[str] = []
-    if tf_configs is None:
-        value = tf_config(facts, rtype, index, cluster_domain=settings.cluster_domain)
-    else:
-        value = tf_configs.tf_config(job, rtype, index)
+    value = mutations.tf_config(rtype, index)
     if value is not None:
         _add_tf_config(patch, warnings, position, container, value)
     if marks.annotations:
@@ -248,7 +244,7 @@ def mutate_pod(
         decision = allow(Reason.UNCHANGED, warnings=warnings)
     else:
         decision = allow(Reason.MUTATED, patch=patch, warnings=warnings)
-    return decision if patches is None or key is None else patches.put(key, decision)
+    return decision if key is None else memo.remember(mutations, key, decision)
 
 
 def _tf_config_entry(env: list[Any]) -> Any:

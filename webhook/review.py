@@ -102,7 +102,7 @@ class Decision:
     message: str = ""
     patch: Sequence[JSONObject] = ()
     warnings: Sequence[str] = field(default_factory=tuple)
-    # ``patch`` already encoded (webhook.patch_memo), so a remembered decision is not encoded again.
+    # ``patch`` already encoded (webhook.job_memo), so a remembered decision is not encoded again.
     encoded_patch: str = ""
 
 

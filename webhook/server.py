@@ -1,10 +1,17 @@
 """Serving the admission application over TLS with a context that ``CertificateReloader`` refreshes.
 
-Each connection is an ``http11.HttpProtocol``. The server runs its own accept loop, for what
-asyncio's ``create_server`` does not offer:
+HTTP is aiohttp's: its low-level ``web.Server`` (no router, middlewares or signals: two paths need
+none of them) parses each connection with llhttp and hands the request to ``AdmissionApp.handle``.
+Its parser refuses malformed HTTP -- over-long lines and fields, too many fields, a Content-Length
+that is not a number, bare CR, LF or NUL in a header, no Host on HTTP/1.1 -- with 400 and a
+close; ``_StatusErrors`` words that 400 as a ``metav1.Status``. Around each connection's protocol
+``connections.HeaderDeadline`` adds the header deadline aiohttp lacks.
+
+The server runs its own accept loop (``loop.sock_accept`` and ``connect_accepted_socket``), for
+what asyncio's ``create_server`` does not offer:
 - a cap on concurrent connections (TLS handshakes included): at the cap the loop stops accepting,
   so further clients wait in the kernel's backlog instead of being dropped, and are served as soon
-  as a slot frees (slow and idle connections are closed by the deadlines in ``connections``);
+  as a slot frees (slow and idle connections are closed by the deadlines);
 - a TLS handshake deadline (``ssl_handshake_timeout``; ``TCPSite`` leaves asyncio's 60 s);
 - a ``protocol_version`` alert for TLS 1.0/1.1 clients. OpenSSL writes that alert, but asyncio's
   and uvloop's SSL protocols drop their pending output when a handshake fails, so such a client
@@ -15,16 +22,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http
 import logging
 import socket
 import ssl
-from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http_parser import RawRequestMessage
+from aiohttp.streams import StreamReader
 
 from webhook.app import AdmissionApp
-from webhook.connections import ConnectionLimits
-from webhook.http11 import HttpProtocol, Intake
+from webhook.bounds import clip
+from webhook.connections import ConnectionLimits, HeaderDeadline, status_body
+from webhook.quietlog import LogBudget
 
 logger = logging.getLogger(__name__)
+_client_errors = LogBudget()
 
 _TLS_HANDSHAKE = 0x16
 _CLIENT_HELLO = 0x01
@@ -35,6 +50,33 @@ _PROTOCOL_VERSION_ALERT = b"\x00\x02\x02\x46"
 # Record header (5 bytes), handshake type and length (4), then the ClientHello's version (2).
 _HELLO_PREFIX = 11
 LISTEN_BACKLOG = 1024
+
+
+class _StatusErrors(web.RequestHandler):
+    """aiohttp's protocol for one connection, wording what it refuses itself as a ``metav1.Status``
+    (its own answer is plain text, and logged at ERROR with a traceback: anyone can send many)."""
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        detail = clip(message or str(exc) or type(exc).__name__, 200)
+        if status >= 500:
+            # Only a defect of ours gets here (AdmissionApp.handle answers everything): never a 5xx.
+            logger.error("could not answer a request: %s", detail, exc_info=exc)
+            status, text = 400, f"could not process the request: {detail}"
+        else:
+            text = f"malformed HTTP request: {detail}"
+            _client_errors.log(logger, logging.INFO, "%s", text)
+        reason = http.HTTPStatus(status).phrase.replace(" ", "")
+        response = web.Response(
+            status=status, body=status_body(status, reason, text), content_type="application/json"
+        )
+        response.force_close()
+        return response
 
 
 class HttpsServer:
@@ -54,7 +96,9 @@ class HttpsServer:
         self._port = port
         self._shutdown_timeout = shutdown_timeout
         self._limits = limits or ConnectionLimits()
-        self._protocols: set[HttpProtocol] = set()
+        self._connections: dict[asyncio.BaseTransport, HeaderDeadline] = {}
+        self._http: web.Server | None = None
+        self._handler_options: dict[str, Any] = {}
         self._socket: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._connecting: set[asyncio.Task[None]] = set()
@@ -68,6 +112,31 @@ class HttpsServer:
         return self._bound_port
 
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        limits = self._limits
+        max_body_bytes = self._app.intake.max_body_bytes
+
+        def make_request(
+            message: RawRequestMessage,
+            payload: StreamReader,
+            protocol: web.RequestHandler,
+            writer: AbstractStreamWriter,
+            task: asyncio.Task[None],
+        ) -> web.BaseRequest:
+            return web.BaseRequest(
+                message, payload, protocol, writer, task, loop, client_max_size=max_body_bytes
+            )
+
+        self._handler_options = {
+            "keepalive_timeout": limits.idle_timeout,
+            "max_line_size": limits.max_header_bytes,
+            "max_field_size": limits.max_header_bytes,
+            "max_headers": limits.max_headers,
+            "access_log": None,  # each review is logged by the app, with its uid
+            # A body refused unread (413, 408, undecodable) is not drained: the connection closes.
+            "lingering_time": 0,
+        }
+        self._http = web.Server(self._handle, request_factory=make_request, **self._handler_options)
         self._socket = _listen(self._host, self._port)
         self._bound_port = int(self._socket.getsockname()[1])
         self._accepting = asyncio.create_task(self._accept(self._socket))
@@ -87,12 +156,15 @@ class HttpsServer:
             self._socket.close()
             self._socket = None
         # Answers being made are given the shutdown timeout to go out; then every connection closes.
-        serving = [p.serving for p in self._protocols if p.serving is not None]
-        if serving:
-            await asyncio.wait(serving, timeout=self._shutdown_timeout)
-        for protocol in list(self._protocols):
-            protocol.close()
+        if self._http is not None:
+            await self._http.shutdown(self._shutdown_timeout)
+        for connection in list(self._connections.values()):
+            if connection.transport is not None:
+                connection.transport.abort()
         self._bound_port = None
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        return await self._app.handle(request, self._connections.get(request.transport))  # type: ignore[arg-type]
 
     async def _accept(self, listening: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -115,15 +187,6 @@ class HttpsServer:
 
     async def _connect(self, connection: socket.socket) -> None:
         loop = asyncio.get_running_loop()
-        released = False
-
-        def release() -> None:
-            # Once per connection, whichever of the handshake's failure or the close comes.
-            nonlocal released
-            if not released:
-                released = True
-                self._slots.release()
-
         handed_over = False
         try:
             connection.setblocking(False)
@@ -133,7 +196,7 @@ class HttpsServer:
             if await _refused_old_tls(connection, self._limits.handshake_timeout):
                 return
             await loop.connect_accepted_socket(
-                lambda: self._protocol(release),
+                self._protocol,
                 connection,
                 ssl=self._ssl_context,
                 ssl_handshake_timeout=self._limits.handshake_timeout,
@@ -144,27 +207,23 @@ class HttpsServer:
         finally:
             if not handed_over:
                 connection.close()
-                release()
+                self._slots.release()
 
-    def _protocol(self, release: Callable[[], None]) -> HttpProtocol:
-        limits = self._limits
-        intake = Intake(
-            idle_timeout=limits.idle_timeout,
-            header_timeout=limits.header_timeout,
-            body_timeout=self._app.intake.body_timeout,
-            max_header_bytes=limits.max_header_bytes,
-            max_headers=limits.max_headers,
-            max_body_bytes=self._app.intake.max_body_bytes,
+    def _protocol(self) -> HeaderDeadline:
+        assert self._http is not None
+        handler = _StatusErrors(self._http, loop=asyncio.get_running_loop(), **self._handler_options)
+        return HeaderDeadline(
+            handler, self._limits.header_timeout, on_open=self._opened, on_close=self._closed
         )
-        protocol: HttpProtocol
 
-        def closed() -> None:
-            self._protocols.discard(protocol)
-            release()
+    def _opened(self, connection: HeaderDeadline) -> None:
+        if connection.transport is not None:
+            self._connections[connection.transport] = connection
 
-        protocol = HttpProtocol(self._app, intake, self._app.intake.bodies, on_close=closed)
-        self._protocols.add(protocol)
-        return protocol
+    def _closed(self, connection: HeaderDeadline) -> None:
+        if connection.transport is not None:
+            self._connections.pop(connection.transport, None)
+        self._slots.release()
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -1,0 +1,3 @@
+module tfgang/bench/gowebhook
+
+go 1.21
