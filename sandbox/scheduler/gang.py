@@ -2,9 +2,17 @@
 
 - enqueue: PodGroups in phase ``""``/``Pending`` are admitted (``Inqueue``) per ``enqueue.py``;
 - allocate: for admitted gangs, pending tasks are placed one by one (binpack scoring) on a scratch
-  copy of the node ledger, stopping at the first task that fits nowhere. The placements are
-  committed (the pods bound) only if the gang then has ``minMember`` ready tasks; otherwise they are
-  discarded, so a gang never starts partially;
+  copy of the node ledger. A task that fits nowhere stops the gang when the tasks left could no
+  longer make ``minMember`` (always, when ``minMember`` is every task); otherwise the others are
+  still tried, except those of the failed task's role (Volcano's ``NeedContinueAllocating`` and
+  its predicate cache by role). The placements are committed (the pods bound) only if the gang
+  then has ``minMember`` ready tasks and, when ``minMember`` covers the sum of
+  ``minTaskMember``, each role its minimum; otherwise they are discarded, so a gang never starts
+  partially, nor without a role it needs (a PS);
+- per-role minimums: a gang short of a role's minimum, in the pods that exist (Volcano's
+  ``JobValid``) or in those it could place, is ``Unschedulable`` with reason
+  ``NotEnoughPodsOfTask``, the reason Volcano's gang plugin gives that case (older releases wrote it
+  on the condition; newer ones log it and write ``NotEnoughResources``), naming the role;
 - close: phase, counters and the ``Unschedulable``/``Scheduled`` condition per PodGroup, the pods'
   ``PodScheduled=False`` conditions and the events Volcano records.
 
@@ -13,6 +21,8 @@ Gangs are served in priority order, then oldest first, and each commit is visibl
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -52,6 +62,8 @@ class _Attempt:
     placed: dict[str, str]
     failed: dict[str, str]
     committed: bool
+    short_roles: tuple[tuple[str, int, int], ...] = ()
+    """Roles below their ``minTaskMember``: (role, pods that count, minimum)."""
 
 
 def _job_order(job: JobInfo) -> tuple[int, str, str, str]:
@@ -62,28 +74,57 @@ def _task_order(task: TaskInfo) -> tuple[int, str, str]:
     return (-task.priority, task.created, task.name)
 
 
+def short_roles(job: JobInfo, roles: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
+    """The roles whose count in ``roles`` is below their minimum, when Volcano checks roles at all."""
+    if not job.checks_roles:
+        return ()
+    counts = Counter(roles)
+    return tuple(
+        (role, counts.get(role, 0), need)
+        for role, need in sorted(job.min_task_member.items())
+        if counts.get(role, 0) < need
+    )
+
+
 def _try_allocate(job: JobInfo, ledger: Ledger) -> _Attempt:
-    valid = sum(1 for task in job.tasks if task.status in _VALID)
+    valid = [task for task in job.tasks if task.status in _VALID]
     pending = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING), key=_task_order)
-    if valid < job.min_member or not pending:
+    invalid_roles = short_roles(job, (task.role for task in valid))
+    if invalid_roles:
+        return _Attempt({}, {}, False, invalid_roles)
+    if len(valid) < job.min_member or not pending:
         return _Attempt({}, {}, False)
+    ready_before = pgs.ready_count(t.status for t in job.tasks)
     scratch = ledger.fork()
     placed: dict[str, str] = {}
     failed: dict[str, str] = {}
-    for task in pending:
+    failed_roles: set[str] = set()
+    for position, task in enumerate(pending):
+        if task.role in failed_roles:
+            continue  # its role already failed predicates this session: Volcano skips it
         outcome = scratch.place(task, binpack_score, volcano=True)
         if not isinstance(outcome, Placement):
             failed[task.uid] = outcome
-            break  # the rest could not complete the gang anyway; Volcano stops here too
+            failed_roles.add(task.role)
+            left = sum(1 for other in pending[position + 1 :] if other.role not in failed_roles)
+            if job.min_member >= len(job.tasks) or ready_before + len(placed) + left < job.min_member:
+                break  # the rest could not complete the gang anyway; Volcano stops here too
+            continue
         scratch.commit(task, outcome.node)
         placed[task.uid] = outcome.node
-    ready = pgs.ready_count(t.status for t in job.tasks) + len(placed)
-    if ready >= job.min_member:
+    ready = ready_before + len(placed)
+    ready_roles = [t.role for t in job.tasks if pgs.is_ready(t.status) or t.uid in placed]
+    missing_roles = short_roles(job, ready_roles)
+    if ready >= job.min_member and not missing_roles:
         for task in pending:
             if task.uid in placed:
                 ledger.commit(task, placed[task.uid])
         return _Attempt(placed, failed, True)
-    return _Attempt(placed, failed, False)
+    return _Attempt(placed, failed, False, missing_roles if ready >= job.min_member else ())
+
+
+def _roles_text(roles: tuple[tuple[str, int, int], ...]) -> str:
+    return "; ".join(f"task {role or '<none>'}: {have}/{need} of minTaskMember" for role, have, need in roles)
 
 
 def _event(job: JobInfo, type_: str, reason: str, message: str) -> EventNote:
@@ -183,7 +224,11 @@ def schedule_gangs(
                 condition = pgs.scheduled_condition(now, session_id)
             else:
                 job_message = f"{job.min_member - ready}/{len(job.tasks)} tasks in gang unschedulable: {fit}"
-                condition = pgs.unschedulable_condition(job_message, now, session_id)
+                reason = pgs.NOT_ENOUGH_RESOURCES
+                if attempt.short_roles:
+                    reason = pgs.NOT_ENOUGH_PODS_OF_TASK
+                    job_message = f"{job_message}; {_roles_text(attempt.short_roles)}"
+                condition = pgs.unschedulable_condition(job_message, now, session_id, reason)
         unschedulable_now = bool(job.tasks) and not gang_ready
         phase = pgs.compute_phase(job.phase, job.min_member, statuses, unschedulable_now)
         conditions = pgs.merge_conditions(job.conditions, condition)

@@ -103,10 +103,17 @@ class JobInfo(ObjectRef):
     counters: Mapping[str, int]
     created: str
     tasks: tuple[TaskInfo, ...] = ()
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    """Per-role minimums by ``volcano.sh/task-spec`` (``spec.minTaskMember``), zeros left out."""
 
     @property
     def priority(self) -> int:
         return max((task.priority for task in self.tasks), default=0)
+
+    @property
+    def checks_roles(self) -> bool:
+        """Volcano enforces ``minTaskMember`` only when ``minMember`` covers their sum."""
+        return bool(self.min_task_member) and self.min_member >= sum(self.min_task_member.values())
 
 
 @dataclass(frozen=True)
@@ -220,7 +227,18 @@ def build_job(podgroup: Mapping[str, Any], tasks: Sequence[TaskInfo]) -> JobInfo
         counters={k: int(status.get(k) or 0) for k in ("running", "succeeded", "failed")},
         created=str(meta.raw.get("creationTimestamp") or ""),
         tasks=tuple(tasks),
+        min_task_member=_min_task_member(spec.get("minTaskMember")),
     )
+
+
+def _min_task_member(raw: Any) -> dict[str, int]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {
+        str(role): int(count)
+        for role, count in raw.items()
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0
+    }
 
 
 def build_queue(queue: Mapping[str, Any]) -> QueueInfo:

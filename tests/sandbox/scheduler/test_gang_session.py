@@ -234,3 +234,61 @@ def test_higher_priority_gangs_are_served_first() -> None:
     result = session([node("las1")], [pod("low-0", group="low", cpu="6"), urgent], [low, high])
 
     assert [b.name for b in result.binds] == ["high-0"]
+
+
+# --- minTaskMember (per-role gangs) --------------------------------------------------------------
+
+
+def _ps_and_workers(ps_cpu: str) -> list[dict[str, Any]]:
+    return [
+        pod("tj-ps-0", group="tj", role="ps", cpu=ps_cpu),
+        *(pod(f"tj-worker-{i}", group="tj", role="worker", cpu="1") for i in range(3)),
+    ]
+
+
+def test_without_min_task_member_a_gang_below_its_total_starts_without_its_ps() -> None:
+    # What Volcano does for training-operator's PodGroups: minMember 2 is met by two workers.
+    group = podgroup("tj", 2, phase="Inqueue")
+    result = session([node("a", cpu="2"), node("b", cpu="2")], _ps_and_workers("3"), [group])
+
+    assert sorted(b.name for b in result.binds) == ["tj-worker-0", "tj-worker-1", "tj-worker-2"]
+
+
+def test_min_task_member_holds_the_gang_until_its_ps_fits_and_says_not_enough_pods_of_task() -> None:
+    group = podgroup("tj", 2, phase="Inqueue", min_task_member={"ps": 1, "worker": 1})
+    result = session([node("a", cpu="2"), node("b", cpu="2")], _ps_and_workers("3"), [group])
+
+    assert result.binds == ()
+    (write,) = result.podgroup_writes
+    (condition,) = write.status["conditions"]
+    assert condition["type"] == "Unschedulable"
+    assert condition["reason"] == "NotEnoughPodsOfTask"
+    assert "Origin reason is tj-ps-0: 0/2 nodes are unavailable: 2 Insufficient cpu." in condition["message"]
+    assert condition["message"].endswith("task ps: 0/1 of minTaskMember")
+
+
+def test_min_task_member_binds_once_the_ps_fits() -> None:
+    group = podgroup("tj", 2, phase="Inqueue", min_task_member={"ps": 1, "worker": 1})
+    result = session([node("a", cpu="4"), node("b", cpu="2")], _ps_and_workers("3"), [group])
+
+    assert "tj-ps-0" in {b.name for b in result.binds}
+    assert result.podgroup_writes[0].status["phase"] == "Running"
+
+
+def test_a_role_with_fewer_pods_than_its_minimum_is_not_enough_pods_of_task() -> None:
+    group = podgroup("tj", 2, phase="Inqueue", min_task_member={"ps": 1, "worker": 1})
+    workers = [pod(f"tj-worker-{i}", group="tj", role="worker") for i in range(2)]
+    result = session([node("a")], workers, [group])
+
+    assert result.binds == ()
+    (condition,) = result.podgroup_writes[0].status["conditions"]
+    assert condition["reason"] == "NotEnoughPodsOfTask"
+    assert condition["message"].endswith("task ps: 0/1 of minTaskMember")
+
+
+def test_min_task_member_beyond_min_member_is_ignored_as_volcano_does() -> None:
+    group = podgroup("tj", 1, phase="Inqueue", min_task_member={"ps": 1, "worker": 1})
+    workers = [pod("tj-worker-0", group="tj", role="worker")]
+    result = session([node("a")], workers, [group])
+
+    assert [b.name for b in result.binds] == ["tj-worker-0"]
