@@ -11,12 +11,13 @@ creates the pods) and the webhook (which admits them) can never disagree on a jo
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from kubeobjects.meta import Meta, mapping, text
 from tfjob.constants import (
+    ANNOTATION_GANG_RESTART,
     API_VERSION,
     CHIEF,
     CLEAN_POD_POLICY_NONE,
@@ -26,6 +27,7 @@ from tfjob.constants import (
     MANAGED_BY_TRAINING_OPERATOR,
     MASTER,
     NORMALISE_ORDER,
+    PS,
     SUCCESS_POLICY_ALL_WORKERS,
     WORKER,
 )
@@ -83,6 +85,7 @@ class JobFacts:
     suspend: bool
     deleting: bool
     managed_by: str  # runPolicy.managedBy, "" when unset
+    gang_restart: bool  # a disruption restarts the whole gang (annotation, else: no PS)
     # What callers derived from these facts, by key (``remembered``); not part of the facts.
     _derived: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -189,7 +192,18 @@ def read_facts(job: Mapping[str, Any]) -> JobFacts:
         suspend=run_policy.get("suspend") is True,
         deleting=meta.deleting,
         managed_by=text(run_policy.get("managedBy")),
+        gang_restart=gang_restart_wanted(meta.annotations.get(ANNOTATION_GANG_RESTART), replica_types),
     )
+
+
+def gang_restart_wanted(annotation: str | None, replica_types: Sequence[ReplicaFacts]) -> bool:
+    """``tfgang.io/gang-restart``: "true"/"false"; unset (or invalid, which validation rejects): a
+    job without PS replicas restarts as a gang, its workers being one collective."""
+    if annotation == "true":
+        return True
+    if annotation == "false":
+        return False
+    return not any(replica.rtype == PS and replica.replicas > 0 for replica in replica_types)
 
 
 def _replica_facts(key: str, replica_spec: ReplicaSpec) -> ReplicaFacts:

@@ -17,6 +17,7 @@ from typing import Any, Final
 from kubeobjects.meta import mapping
 from kubeobjects.names import DNS1035_LABEL_MAX_LENGTH, dns1035_label_errors, max_length_message
 from tfjob.constants import (
+    ANNOTATION_GANG_RESTART,
     CHIEF,
     CLEAN_POD_POLICIES,
     CONTAINER_NAME,
@@ -115,6 +116,7 @@ def _validate(job: TFJob, immutable_errors: list[FieldError]) -> list[FieldError
     errors += _replica_specs_errors(spec.get("tfReplicaSpecs"))
     errors += _policy_value_errors(spec, run_policy)
     errors += _replica_name_length_errors(job)
+    errors += tfgang_annotation_errors(job)
     return errors
 
 
@@ -259,6 +261,22 @@ def _replica_name_length_errors(job: TFJob) -> list[FieldError]:
         f"and a DNS-1035 label {max_length_message(DNS1035_LABEL_MAX_LENGTH)}"
     )
     return [FieldError("metadata.name", ErrorType.INVALID, detail, name)]
+
+
+# --- tfgang's own annotations (docs/behaviour.md) ---------------------------------------------------
+
+GANG_RESTART_VALUES: Final = ("true", "false")
+
+
+def tfgang_annotation_errors(job: TFJob) -> list[FieldError]:
+    """The values of tfgang's annotations on the TFJob, worded as apimachinery words them."""
+    annotations = mapping(mapping(job.get("metadata")).get("annotations"))
+    errors: list[FieldError] = []
+    gang_restart = annotations.get(ANNOTATION_GANG_RESTART)
+    if gang_restart is not None and gang_restart not in GANG_RESTART_VALUES:
+        path = f"metadata.annotations[{ANNOTATION_GANG_RESTART}]"
+        errors.append(_unsupported(path, gang_restart, GANG_RESTART_VALUES))
+    return errors
 
 
 # --- helpers ------------------------------------------------------------------------------------------

@@ -348,3 +348,22 @@ def test_validation_never_raises_on_any_shape(old: Any, new: Any) -> None:
     errors = validate_update(old, new) + validate_create(new)
     assert all(isinstance(error, FieldError) for error in errors)
     aggregate(errors)
+
+
+# --- tfgang's annotations (D18) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_d18_gang_restart_annotation_values_are_accepted(value: str) -> None:
+    job = copy.deepcopy(VALID)
+    job["metadata"]["annotations"] = {"tfgang.io/gang-restart": value}
+    assert messages(job) == []
+
+
+def test_d18_gang_restart_annotation_other_values_are_unsupported() -> None:
+    job = copy.deepcopy(VALID)
+    job["metadata"]["annotations"] = {"tfgang.io/gang-restart": "yes"}
+    assert messages(job) == [
+        'metadata.annotations[tfgang.io/gang-restart]: Unsupported value: "yes": '
+        'supported values: "true", "false"'
+    ]
