@@ -13,6 +13,14 @@
   ``JobValid``) or in those it could place, is ``Unschedulable`` with reason
   ``NotEnoughPodsOfTask``, the reason Volcano's gang plugin gives that case (older releases wrote it
   on the condition; newer ones log it and write ``NotEnoughResources``), naming the role;
+- preempt (Volcano's ``gangpreempt``, simplified): an admitted gang that still cannot start takes
+  the room of whole lower-priority gangs, lowest priority (then newest) first, as few as make it
+  fit. Their bound and running pods are evicted as Volcano's evictor does (``DisruptionTarget``
+  with reason ``PreemptionByScheduler``, ``Ready=False``, a Warning ``Evict`` event, a graceful
+  delete); the preemptor is bound in a later session, once they are gone. Pods already being
+  deleted count as free, so a preemption in flight is not repeated. Volcano splits this between
+  ``preempt``/``gangpreempt`` (within a queue) and ``reclaim`` (across reclaimable queues); the
+  sandbox looks at every queue. One preemptor per session;
 - close: phase, counters and the ``Unschedulable``/``Scheduled`` condition per PodGroup, the pods'
   ``PodScheduled=False`` conditions and the events Volcano records.
 
@@ -31,6 +39,7 @@ from sandbox.scheduler import podgroupstatus as pgs
 from sandbox.scheduler.decisions import (
     Bind,
     EventNote,
+    Evict,
     PodCondition,
     PodGroupStatusWrite,
     PodUnschedulable,
@@ -47,6 +56,9 @@ UNSCHEDULABLE: Final = "Unschedulable"
 FAILED_SCHEDULING: Final = "FailedScheduling"
 _AWAITING_ADMISSION: Final = frozenset({"", PodGroupPhase.PENDING})
 """Phases of a gang that enqueue has not admitted yet."""
+PREEMPTED_REASON: Final = "PreemptionByScheduler"
+PREEMPTED_MESSAGE: Final = "volcano: preempting to accommodate a higher priority pod"
+_HOLDING: Final = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 _VALID: Final = frozenset({TaskStatus.PENDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
 
 
@@ -127,6 +139,44 @@ def _roles_text(roles: tuple[tuple[str, int, int], ...]) -> str:
     return "; ".join(f"task {role or '<none>'}: {have}/{need} of minTaskMember" for role, have, need in roles)
 
 
+def choose_victims(preemptor: JobInfo, jobs: Iterable[JobInfo], ledger: Ledger) -> list[JobInfo] | None:
+    """The lower-priority gangs whose eviction lets ``preemptor`` start: [] when what is already
+    being released is enough (wait for it), None when no choice is."""
+    trial = ledger.fork()
+    others = [job for job in jobs if job.key != preemptor.key]
+    for job in others:
+        for task in job.tasks:
+            if task.status is TaskStatus.RELEASING:
+                trial.release(task)
+    if _try_allocate(preemptor, trial.fork()).committed:
+        return []
+    lower = [
+        job
+        for job in others
+        if job.priority < preemptor.priority and any(t.status in _HOLDING for t in job.tasks)
+    ]
+    newest_first = sorted(lower, key=lambda job: (job.created, job.key), reverse=True)
+    candidates = sorted(newest_first, key=lambda job: job.priority)  # stable: newest first per priority
+    victims: list[JobInfo] = []
+    for victim in candidates:
+        for task in victim.tasks:
+            if task.status in _HOLDING:
+                trial.release(task)
+        victims.append(victim)
+        if _try_allocate(preemptor, trial.fork()).committed:
+            return victims
+    return None
+
+
+def _evictions(victims: Iterable[JobInfo]) -> list[Evict]:
+    return [
+        Evict(task.namespace, task.name, task.uid, PREEMPTED_REASON, PREEMPTED_MESSAGE, "preempt")
+        for job in victims
+        for task in job.tasks
+        if task.status in _HOLDING
+    ]
+
+
 def _event(job: JobInfo, type_: str, reason: str, message: str) -> EventNote:
     return EventNote(
         PODGROUP_API_VERSION, "PodGroup", job.namespace, job.name, job.uid, type_, reason, message
@@ -166,6 +216,7 @@ def schedule_gangs(
     writes: list[PodGroupStatusWrite] = []
     rejections: dict[str, str] = {}
     admitted: list[JobInfo] = []
+    starving: list[JobInfo] = []
     stored_phase = {job.key: job.phase for job in jobs}
     for job in jobs:
         if job.phase in _AWAITING_ADMISSION:
@@ -196,6 +247,8 @@ def schedule_gangs(
         ready = pgs.ready_count(statuses)
         gang_ready = ready >= job.min_member
         pending_tasks = [t for t, s in zip(job.tasks, statuses, strict=True) if s is TaskStatus.PENDING]
+        if not gang_ready and pending_tasks and job.phase not in _AWAITING_ADMISSION:
+            starving.append(job)
         reasons: dict[str, tuple[str, str]] = {}
         for task in pending_tasks:
             if task.uid in attempt.failed:
@@ -253,4 +306,12 @@ def schedule_gangs(
             if update is not None:
                 pod_conditions.append(update)
             events.append(_pod_event(task, FAILED_SCHEDULING, message))
-    return SessionResult(tuple(binds), tuple(pod_conditions), tuple(writes), tuple(events))
+    evictions: list[Evict] = []
+    for preemptor in starving:
+        victims = choose_victims(preemptor, admitted, ledger)
+        if victims:
+            evictions = _evictions(victims)
+            break
+        if victims == []:
+            break  # enough is already being released for the first in line: wait for it
+    return SessionResult(tuple(binds), tuple(pod_conditions), tuple(writes), tuple(events), tuple(evictions))

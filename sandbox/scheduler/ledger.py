@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sandbox.scheduler.placement import Placement, fit_error_message, fit_failures
-from sandbox.scheduler.resources import add
+from sandbox.scheduler.resources import add, subtract
 from sandbox.scheduler.snapshot import NodeInfo, TaskInfo
 
 ScoreFn = Callable[[TaskInfo, NodeInfo, dict[str, int]], float]
@@ -25,6 +25,11 @@ class Ledger:
 
     def commit(self, task: TaskInfo, node: str) -> None:
         self.used[node] = add(self.used.get(node, {}), task.demand)
+
+    def release(self, task: TaskInfo) -> None:
+        """``task`` leaves its node (a trial of what evicting it would free)."""
+        if task.node_name:
+            self.used[task.node_name] = subtract(self.used.get(task.node_name, {}), task.demand)
 
     def place(self, task: TaskInfo, score: ScoreFn, *, volcano: bool) -> Placement | str:
         """The best node for ``task``, or the fit-error message when no node fits."""

@@ -1,7 +1,8 @@
 """The scheduler's I/O: watch caches in, one pure session per tick, decisions out to the API.
 
 Only ordinary API calls are used, so the same process works against a real kube-apiserver:
-``pods/binding`` to bind, a strategic-merge patch of ``pods/status`` for ``PodScheduled``,
+``pods/binding`` to bind, a strategic-merge patch of ``pods/status`` for ``PodScheduled`` (and
+for ``DisruptionTarget`` before an evicted pod is deleted, as Volcano's evictor does),
 PodGroup status by merge patch (of ``/status`` when the CRD has that subresource, of the object
 otherwise, as Volcano's own CRD has none), Events through the aggregating recorder, and the
 ``default`` Queue created (and opened) when missing, as Volcano's install does.
@@ -33,6 +34,7 @@ from kubeobjects.meta import Meta
 from sandbox.scheduler.decisions import (
     Bind,
     EventNote,
+    Evict,
     PodGroupStatusWrite,
     PodUnschedulable,
     SessionResult,
@@ -225,6 +227,7 @@ class Scheduler:
         await asyncio.gather(*(self._bind(bind) for bind in result.binds))
         await asyncio.gather(*(self._write_podgroup(write) for write in result.podgroup_writes))
         await asyncio.gather(*(self._set_unschedulable(update) for update in result.pod_conditions))
+        await asyncio.gather(*(self._evict(eviction) for eviction in result.evictions))
         for note in result.events:
             self._record(note)
         return result
@@ -343,6 +346,36 @@ class Scheduler:
                 subresource="status",
             ),
         )
+
+    async def _evict(self, eviction: Evict) -> None:
+        """Volcano's ``defaultEvictor.Evict``: the pod's conditions say why, then it is deleted."""
+        now = _now()
+        evicted = f"Pod is evicted, because of {eviction.why}"
+        conditions = [
+            {"type": "Ready", "status": "False", "reason": "Evict", "message": evicted,
+             "lastProbeTime": None, "lastTransitionTime": now},
+            {"type": "DisruptionTarget", "status": "True", "reason": eviction.reason,
+             "message": eviction.message, "lastProbeTime": None, "lastTransitionTime": now},
+        ]  # fmt: skip
+        marked = await _unless_gone(
+            f"marking {eviction.key} for eviction",
+            self._api.patch(
+                PODS,
+                eviction.name,
+                {"status": {"conditions": conditions}},
+                eviction.namespace,
+                patch_type=PatchType.STRATEGIC,
+                subresource="status",
+            ),
+        )
+        if marked is None:
+            return
+        self._record(EventNote.about_pod(eviction, "Warning", "Evict", evicted))
+        await _unless_gone(
+            f"evicting {eviction.key}",
+            self._api.delete(PODS, eviction.name, eviction.namespace, uid_precondition=eviction.uid),
+        )
+        logger.info("evicted %s (%s)", eviction.key, eviction.reason)
 
     def _record(self, note: EventNote) -> None:
         involved = {

@@ -292,3 +292,65 @@ def test_min_task_member_beyond_min_member_is_ignored_as_volcano_does() -> None:
     result = session([node("a")], workers, [group])
 
     assert [b.name for b in result.binds] == ["tj-worker-0"]
+
+
+# --- gangpreempt --------------------------------------------------------------------------------
+
+
+def _running_gang(group: str, count: int, cpu: str, priority: int = 0) -> list[dict[str, Any]]:
+    return [
+        pod(f"{group}-{i}", group=group, cpu=cpu, node_name="a", phase="Running", priority=priority)
+        for i in range(count)
+    ]
+
+
+def test_a_higher_priority_gang_evicts_a_whole_lower_priority_gang_as_volcano_s_evictor_does() -> None:
+    low = podgroup("low", 2, phase="Running", queue="default")
+    high = podgroup("high", 1, phase="Inqueue", queue="default")
+    pods = [*_running_gang("low", 2, "3"), pod("high-0", group="high", cpu="4", priority=1000)]
+    result = session([node("a", cpu="8")], pods, [low, high])
+
+    assert result.binds == ()  # the preemptor waits for its victims to be gone
+    assert sorted((e.name, e.reason, e.message) for e in result.evictions) == [
+        ("low-0", "PreemptionByScheduler", "volcano: preempting to accommodate a higher priority pod"),
+        ("low-1", "PreemptionByScheduler", "volcano: preempting to accommodate a higher priority pod"),
+    ]
+
+
+def test_a_preemption_in_flight_is_not_repeated() -> None:
+    low = podgroup("low", 2, phase="Running")
+    other = podgroup("other", 1, phase="Running", created="2026-01-01T00:00:05Z")
+    releasing = _running_gang("low", 2, "3")
+    for found in releasing:
+        found["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:09Z"
+    pods = [
+        *releasing,
+        pod("other-0", group="other", cpu="1", node_name="a", phase="Running"),
+        pod("high-0", group="high", cpu="4", priority=1000),
+    ]
+    result = session([node("a", cpu="8")], pods, [low, other, podgroup("high", 1, phase="Inqueue")])
+
+    assert result.evictions == ()
+
+
+def test_no_gang_of_equal_or_higher_priority_is_preempted() -> None:
+    low = podgroup("peer", 2, phase="Running")
+    high = pod("high-0", group="high", cpu="4", priority=1000)
+    pods = [*_running_gang("peer", 2, "3", priority=1000), high]
+    result = session([node("a", cpu="8")], pods, [low, podgroup("high", 1, phase="Inqueue")])
+
+    assert result.evictions == ()
+
+
+def test_the_fewest_lowest_priority_newest_gangs_are_chosen() -> None:
+    older_at, newer_at = "2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z"
+    older = podgroup("older", 1, phase="Running", created=older_at)
+    newer = podgroup("newer", 1, phase="Running", created=newer_at)
+    pods = [
+        pod("older-0", group="older", cpu="3", node_name="a", phase="Running", created=older_at),
+        pod("newer-0", group="newer", cpu="3", node_name="a", phase="Running", created=newer_at),
+        pod("high-0", group="high", cpu="4", priority=1000),
+    ]
+    result = session([node("a", cpu="8")], pods, [older, newer, podgroup("high", 1, phase="Inqueue")])
+
+    assert [e.name for e in result.evictions] == ["newer-0"]
