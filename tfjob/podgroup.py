@@ -45,6 +45,10 @@ def min_member(facts: JobFacts) -> int:
 ESSENTIAL_TYPES: Final = (CHIEF, MASTER, PS)
 
 
+# Maps patched key by key (a merge patch merges maps): a key no longer wanted is removed with null.
+MAP_FIELDS: Final = ("minTaskMember", "networkTopology")
+
+
 def task_spec_key(rtype: str) -> str:
     """The ``volcano.sh/task-spec`` value of a replica type's pods (``tfjob.pods.gang_annotations``)."""
     return rtype.lower()
@@ -145,6 +149,8 @@ def desired_podgroup(facts: JobFacts, priority_values: Mapping[str, int], settin
         task_members = facts.remembered("minTaskMember", lambda: min_task_member(facts))
         if task_members:
             spec["minTaskMember"] = dict(task_members)
+        if facts.network_topology is not None:
+            spec["networkTopology"] = dict(facts.network_topology)
     else:
         api_version = SCHEDULER_PLUGINS_PODGROUP_API_VERSION
         spec = {"minMember": members, "minResources": dict(resources)}
@@ -166,15 +172,17 @@ def podgroup_spec_patch(existing: PodGroup, desired: PodGroup) -> dict[str, Any]
     wanted: dict[str, Any] = dict(desired.get("spec") or {})
     if "queue" in wanted and current.get("queue"):
         wanted["queue"] = current["queue"]
-    if desired.get("apiVersion") == PODGROUP_API_VERSION and current.get("minTaskMember"):
-        wanted.setdefault("minTaskMember", {})
     patch: dict[str, Any] = {}
+    if desired.get("apiVersion") == PODGROUP_API_VERSION:
+        # A field no longer wanted at all goes as a whole: emptied key by key, networkTopology
+        # would still be there for the CRD to default to a hard topology of any tier.
+        patch.update({field: None for field in MAP_FIELDS if field in current and field not in wanted})
     for field, value in wanted.items():
         if field == "minResources":
             resources_patch = _resources_patch(current.get(field) or {}, value or {})
             if resources_patch is not None:
                 patch[field] = resources_patch
-        elif field == "minTaskMember":
+        elif field in MAP_FIELDS:
             roles_patch = _map_patch(current.get(field), value or {})
             if roles_patch is not None:
                 patch[field] = roles_patch

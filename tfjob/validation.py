@@ -18,6 +18,7 @@ from kubeobjects.meta import mapping
 from kubeobjects.names import DNS1035_LABEL_MAX_LENGTH, dns1035_label_errors, max_length_message
 from tfjob.constants import (
     ANNOTATION_GANG_RESTART,
+    ANNOTATION_NETWORK_TOPOLOGY,
     CHIEF,
     CLEAN_POD_POLICIES,
     CONTAINER_NAME,
@@ -25,6 +26,8 @@ from tfjob.constants import (
     KNOWN_TYPES,
     MANAGED_BY_VALUES,
     MASTER,
+    NETWORK_TOPOLOGY_FIELDS,
+    NETWORK_TOPOLOGY_MODES,
     NORMALISE_ORDER,
     RESTART_POLICIES,
     SUCCESS_POLICIES,
@@ -276,6 +279,33 @@ def tfgang_annotation_errors(job: TFJob) -> list[FieldError]:
     if gang_restart is not None and gang_restart not in GANG_RESTART_VALUES:
         path = f"metadata.annotations[{ANNOTATION_GANG_RESTART}]"
         errors.append(_unsupported(path, gang_restart, GANG_RESTART_VALUES))
+    topology = annotations.get(ANNOTATION_NETWORK_TOPOLOGY)
+    if topology is not None:
+        errors += _network_topology_errors(f"metadata.annotations[{ANNOTATION_NETWORK_TOPOLOGY}]", topology)
+    return errors
+
+
+def _network_topology_errors(path: str, value: object) -> list[FieldError]:
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        detail = 'must be a JSON object such as {"mode": "hard", "highestTierAllowed": 1}'
+        return [FieldError(path, ErrorType.INVALID, detail, value)]
+    known = ", ".join(json.dumps(name) for name in NETWORK_TOPOLOGY_FIELDS)
+    errors = [
+        FieldError(f"{path}.{key}", ErrorType.FORBIDDEN, f"unknown field; supported fields: {known}")
+        for key in parsed
+        if key not in NETWORK_TOPOLOGY_FIELDS
+    ]
+    mode = parsed.get("mode")
+    if "mode" in parsed and mode not in NETWORK_TOPOLOGY_MODES:
+        errors.append(_unsupported(f"{path}.mode", mode, NETWORK_TOPOLOGY_MODES))
+    tier = parsed.get("highestTierAllowed")
+    if "highestTierAllowed" in parsed and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
+        detail = "must be a non-negative integer"
+        errors.append(FieldError(f"{path}.highestTierAllowed", ErrorType.INVALID, detail, tier))
     return errors
 
 

@@ -320,4 +320,51 @@ def test_d15_min_task_member_removed_when_no_role_has_replicas() -> None:
     desired = desired_podgroup(read_facts(job), {}, VOLCANO)
     assert "minTaskMember" not in desired["spec"]
     stored: PodGroup = {"spec": {**desired["spec"], "minTaskMember": {"worker": 2}}}
-    assert podgroup_spec_patch(stored, desired) == {"spec": {"minTaskMember": {"worker": None}}}
+    assert podgroup_spec_patch(stored, desired) == {"spec": {"minTaskMember": None}}
+
+
+# --- networkTopology from the annotation ---------------------------------------------------------
+
+
+def _topology_job(value: str | None) -> dict:  # type: ignore[type-arg]
+    job = make_job({"Worker": replica(2)})
+    if value is not None:
+        job["metadata"]["annotations"] = {"tfgang.io/network-topology": value}
+    return job  # type: ignore[return-value]
+
+
+def test_network_topology_comes_from_the_annotation() -> None:
+    job = _topology_job('{"mode": "hard", "highestTierAllowed": 1}')
+    spec = desired_podgroup(read_facts(job), {}, VOLCANO)["spec"]  # type: ignore[arg-type]
+    assert spec["networkTopology"] == {"mode": "hard", "highestTierAllowed": 1}
+    soft = desired_podgroup(read_facts(_topology_job('{"mode": "soft"}')), {}, VOLCANO)["spec"]  # type: ignore[arg-type]
+    assert soft["networkTopology"] == {"mode": "soft"}
+    defaulted = desired_podgroup(read_facts(_topology_job('{"highestTierAllowed": 2}')), {}, VOLCANO)  # type: ignore[arg-type]
+    assert defaulted["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
+
+
+@pytest.mark.parametrize("value", [None, "not json", '{"mode": "strict"}', '{"highestTierAllowed": -1}'])
+def test_without_a_valid_annotation_nothing_changes(value: str | None) -> None:
+    spec = desired_podgroup(read_facts(_topology_job(value)), {}, VOLCANO)["spec"]  # type: ignore[arg-type]
+    assert "networkTopology" not in spec
+    assert (
+        "networkTopology"
+        not in desired_podgroup(
+            read_facts(_topology_job('{"mode": "hard"}')),
+            {},
+            SCHEDULER_PLUGINS,  # type: ignore[arg-type]
+        )["spec"]
+    )
+
+
+def test_d15_network_topology_is_patched_when_the_annotation_changes_and_removed_whole() -> None:
+    hard = desired_podgroup(
+        read_facts(_topology_job('{"mode": "hard", "highestTierAllowed": 1}')), {}, VOLCANO
+    )  # type: ignore[arg-type]
+    soft = desired_podgroup(read_facts(_topology_job('{"mode": "soft"}')), {}, VOLCANO)  # type: ignore[arg-type]
+    assert podgroup_spec_patch(hard, soft) == {
+        "spec": {"networkTopology": {"mode": "soft", "highestTierAllowed": None}}
+    }
+    none = desired_podgroup(read_facts(_topology_job(None)), {}, VOLCANO)  # type: ignore[arg-type]
+    assert podgroup_spec_patch(hard, none) == {"spec": {"networkTopology": None}}
+    assert podgroup_spec_patch(hard, hard) is None
