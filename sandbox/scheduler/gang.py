@@ -13,6 +13,11 @@
   ``JobValid``) or in those it could place, is ``Unschedulable`` with reason
   ``NotEnoughPodsOfTask``, the reason Volcano's gang plugin gives that case (older releases wrote it
   on the condition; newer ones log it and write ``NotEnoughResources``), naming the role;
+- network topology: a gang whose PodGroup has ``networkTopology`` is placed inside one HyperNode
+  of a tier up to ``highestTierAllowed``, lowest tiers first (its bound pods' nodes must be in it);
+  ``hard`` leaves it pending when none has room (the condition's message says so, and each pod's
+  fit error is prefixed ``In hyperNode <name>:`` as Volcano's is), ``soft`` falls back to any
+  nodes;
 - preempt (Volcano's ``gangpreempt``, simplified): an admitted gang that still cannot start takes
   the room of whole lower-priority gangs, lowest priority (then newest) first, as few as make it
   fit. Their bound and running pods are evicted as Volcano's evictor does (``DisruptionTarget``
@@ -30,7 +35,7 @@ Gangs are served in priority order, then oldest first, and each commit is visibl
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -48,7 +53,7 @@ from sandbox.scheduler.decisions import (
 from sandbox.scheduler.enqueue import EnqueueAccount
 from sandbox.scheduler.ledger import Ledger
 from sandbox.scheduler.placement import Placement, binpack_score
-from sandbox.scheduler.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus
+from sandbox.scheduler.snapshot import OCCUPYING, HyperNodeInfo, JobInfo, Snapshot, TaskInfo, TaskStatus
 
 PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 SCHEDULABLE: Final = "Schedulable"
@@ -76,6 +81,8 @@ class _Attempt:
     committed: bool
     short_roles: tuple[tuple[str, int, int], ...] = ()
     """Roles below their ``minTaskMember``: (role, pods that count, minimum)."""
+    topology_note: str = ""
+    """Why a hard network topology left the gang pending."""
 
 
 def _job_order(job: JobInfo) -> tuple[int, str, str, str]:
@@ -98,7 +105,36 @@ def short_roles(job: JobInfo, roles: Iterable[str]) -> tuple[tuple[str, int, int
     )
 
 
-def _try_allocate(job: JobInfo, ledger: Ledger) -> _Attempt:
+def _try_allocate(job: JobInfo, ledger: Ledger, hypernodes: Sequence[HyperNodeInfo] = ()) -> _Attempt:
+    """Place the gang; with a network topology, inside one HyperNode of an allowed tier, trying
+    the lowest tiers first (soft: anywhere when none has room)."""
+    topology = job.network_topology
+    pending = any(task.status is TaskStatus.PENDING for task in job.tasks)
+    if topology is None or not pending:
+        return _try_in(job, ledger, None)
+    tier = topology.highest_tier
+    holding = {t.node_name for t in job.tasks if t.node_name and t.status in OCCUPYING}
+    domains = [h for h in hypernodes if (tier is None or h.tier <= tier) and holding <= h.nodes and h.nodes]
+    first: tuple[HyperNodeInfo, _Attempt] | None = None
+    for domain in domains:
+        attempt = _try_in(job, ledger, domain.nodes)
+        if attempt.committed:
+            return attempt
+        first = first or (domain, attempt)
+    if not topology.hard:
+        return _try_in(job, ledger, None)
+    allowed = "any tier" if tier is None else f"tier <= {tier}"
+    note = f"network topology {topology.mode}: the gang fits in no HyperNode of {allowed}"
+    if first is None:
+        return _Attempt(
+            {}, {}, False, topology_note=f"network topology {topology.mode}: no HyperNode of {allowed}"
+        )
+    domain, attempt = first
+    failed = {uid: f"In hyperNode {domain.name}: {reason}" for uid, reason in attempt.failed.items()}
+    return replace(attempt, failed=failed, topology_note=note)
+
+
+def _try_in(job: JobInfo, ledger: Ledger, only: frozenset[str] | None) -> _Attempt:
     valid = [task for task in job.tasks if task.status in _VALID]
     pending = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING), key=_task_order)
     invalid_roles = short_roles(job, (task.role for task in valid))
@@ -107,7 +143,7 @@ def _try_allocate(job: JobInfo, ledger: Ledger) -> _Attempt:
     if len(valid) < job.min_member or not pending:
         return _Attempt({}, {}, False)
     ready_before = pgs.ready_count(t.status for t in job.tasks)
-    scratch = ledger.fork()
+    scratch = ledger.fork(only)
     placed: dict[str, str] = {}
     failed: dict[str, str] = {}
     failed_roles: set[str] = set()
@@ -232,7 +268,9 @@ def schedule_gangs(
     for job in admitted:
         # Only a gang still waiting for admission is skipped (Volcano's allocate skips Pending jobs).
         attempt = (
-            _try_allocate(job, ledger) if job.phase not in _AWAITING_ADMISSION else _Attempt({}, {}, False)
+            _try_allocate(job, ledger, snapshot.hypernodes)
+            if job.phase not in _AWAITING_ADMISSION
+            else _Attempt({}, {}, False)
         )
         statuses = [
             TaskStatus.BOUND if attempt.committed and task.uid in attempt.placed else task.status
@@ -281,6 +319,8 @@ def schedule_gangs(
                 if attempt.short_roles:
                     reason = pgs.NOT_ENOUGH_PODS_OF_TASK
                     job_message = f"{job_message}; {_roles_text(attempt.short_roles)}"
+                if attempt.topology_note:
+                    job_message = f"{job_message}; {attempt.topology_note}"
                 condition = pgs.unschedulable_condition(job_message, now, session_id, reason)
         unschedulable_now = bool(job.tasks) and not gang_ready
         phase = pgs.compute_phase(job.phase, job.min_member, statuses, unschedulable_now)

@@ -20,8 +20,10 @@ class Ledger:
             used if used is not None else {node.name: dict(node.used) for node in nodes}
         )
 
-    def fork(self) -> Ledger:
-        return Ledger(self.nodes, {name: dict(amounts) for name, amounts in self.used.items()})
+    def fork(self, only: frozenset[str] | None = None) -> Ledger:
+        """A scratch copy; ``only``: placing on those nodes alone (a HyperNode)."""
+        nodes = self.nodes if only is None else tuple(node for node in self.nodes if node.name in only)
+        return Ledger(nodes, {name: dict(amounts) for name, amounts in self.used.items()})
 
     def commit(self, task: TaskInfo, node: str) -> None:
         self.used[node] = add(self.used.get(node, {}), task.demand)

@@ -28,7 +28,7 @@ from kube.events import EventRecorder
 from kube.ownwrites import OwnWrites
 from kube.patches import PatchType
 from kube.reflector import Reflector
-from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1
+from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1, Resource
 from kube.store import Store
 from kubeobjects.meta import Meta
 from sandbox.scheduler.decisions import (
@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 QUEUE_RETRY_SECONDS = 30.0
+# Volcano's network topology (cluster-scoped); a server without its CRD lists none.
+HYPERNODES = Resource("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", namespaced=False)
 
 
 async def _unless_gone(what: str, write: Awaitable[T]) -> T | None:
@@ -120,7 +122,9 @@ class Scheduler:
         self._wake = asyncio.Event()
         # Our binds and status writes over the caches until the watches bring them back.
         self._writes = OwnWrites(ttl=30.0)
-        self._stores = {res.plural: Store() for res in (PODS, NODES, PODGROUPS_V1BETA1, QUEUES_V1BETA1)}
+        self._stores = {
+            res.plural: Store() for res in (PODS, NODES, PODGROUPS_V1BETA1, QUEUES_V1BETA1, HYPERNODES)
+        }
         self._podgroup_status_subresource: bool | None = None
         self._opened_queues: set[str] = set()
         self._default_queue_ready = False
@@ -158,7 +162,7 @@ class Scheduler:
         ]
         volcano = [
             Reflector(self._api, res, self._stores[res.plural], handlers=[self._changed(res.plural)])
-            for res in (PODGROUPS_V1BETA1, QUEUES_V1BETA1)
+            for res in (PODGROUPS_V1BETA1, QUEUES_V1BETA1, HYPERNODES)
         ]
         async with asyncio.TaskGroup() as group:
             for reflector in core + volcano:
@@ -217,6 +221,7 @@ class Scheduler:
             self._objects("pods"),
             self._objects("podgroups"),
             self._objects("queues"),
+            self._objects("hypernodes"),
             gang_scheduler_names=self._options.gang_scheduler_names,
             plain_scheduler_names=self._options.plain_scheduler_names,
         )
@@ -291,9 +296,7 @@ class Scheduler:
             return
         logger.info("bound %s to %s", key, bind.node)
         message = f"Successfully assigned {key} to {bind.node}"
-        self._record(
-            EventNote.about_pod(bind, "Normal", "Scheduled", message, bind.source)
-        )
+        self._record(EventNote.about_pod(bind, "Normal", "Scheduled", message, bind.source))
         if cached is not None:
             assumed = copy.deepcopy(cached)
             assumed.setdefault("spec", {})["nodeName"] = bind.node

@@ -1,18 +1,23 @@
-"""Per-role gangs, run with the sandbox's real gang scheduler on both API servers.
+"""Per-role gangs and network topology, run with the sandbox's real gang scheduler on both API servers.
 
 ``schedulingPolicy.minAvailable`` below the total lets Volcano start a gang of workers without its
 parameter server (training-operator sets ``minMember`` only); tfgang's PodGroup carries
 ``minTaskMember``, so the gang waits, says why (``NotEnoughPodsOfTask``), and starts once the PS fits.
+A job annotated ``tfgang.io/network-topology`` gets the PodGroup's ``networkTopology``: in hard mode
+it waits, saying so, until one HyperNode of the allowed tier has room, and runs inside it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from typing import Any
 
+from kube.errors import NotFound
 from kube.patches import PatchType
 from kube.resources import NODES
+from sandbox.scheduler.runner import HYPERNODES
 
 from .cluster import Cluster, condition, eventually, simple_job
 from .gang import gang_scheduler, node
@@ -76,3 +81,67 @@ async def test_a_job_with_min_available_below_its_total_waits_until_its_ps_fits(
             "pergang-worker-0",
             "pergang-worker-1",
         ]
+
+
+def _hypernode(name: str, tier: int, nodes: list[str]) -> dict[str, Any]:
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    return {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {"tier": tier, "members": members},
+    }
+
+
+async def test_a_hard_topology_job_waits_with_the_topology_reason_then_runs_inside_one_hypernode(
+    cluster: Cluster, apiserver: Any, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    suffix = uuid.uuid4().hex[:6]
+    hosts = [f"topo-{suffix}-{i}" for i in range(3)]
+    switches = [f"switch-{suffix}-{i}" for i in range(3)]
+    job = simple_job("placed", ns, workers=2)
+    job["metadata"]["annotations"] = {
+        "tfgang.io/network-topology": '{"mode": "hard", "highestTierAllowed": 1}'
+    }
+    for spec in job["spec"]["tfReplicaSpecs"].values():  # two of them never fit one node
+        spec["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "600", "memory": "10Mi"}}
+    config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
+    async with (
+        gang_scheduler(str(apiserver.kubeconfig), [node(host) for host in hosts]) as admin,
+        running_controller(controller_kubeconfig, config),
+    ):
+        for switch, host in zip(switches, hosts, strict=True):
+            await admin.create(HYPERNODES, _hypernode(switch, 1, [host]))
+        try:
+            await cluster.create_job(job)
+            podgroup = await eventually(lambda: cluster.podgroup("placed"), 30, what="the PodGroup")
+            assert podgroup["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 1}
+
+            async def says_why() -> str | None:
+                message = str((condition(await cluster.job("placed"), "Created") or {}).get("message") or "")
+                return message if "network topology" in message else None
+
+            message = await eventually(says_why, 60, what="the Created condition naming the topology")
+            assert "PodGroup placed is Inqueue (NotEnoughResources)" in message
+            assert message.endswith("network topology hard: the gang fits in no HyperNode of tier <= 1")
+            assert _bound(await cluster.pods("placed")) == []
+
+            # The first switch gets a second node: the gang fits there, and only there.
+            await admin.patch(
+                HYPERNODES,
+                switches[0],
+                {"spec": {"members": _hypernode(switches[0], 1, [hosts[0], hosts[2]])["spec"]["members"]}},
+                patch_type=PatchType.MERGE,
+            )
+
+            async def all_bound() -> dict[str, dict[str, Any]] | None:
+                pods = await cluster.pods("placed")
+                return pods if len(_bound(pods)) == 2 else None
+
+            pods = await eventually(all_bound, 60, what="the gang bound inside one HyperNode")
+            assert sorted(pod["spec"]["nodeName"] for pod in pods.values()) == sorted([hosts[0], hosts[2]])
+        finally:
+            for switch in switches:
+                with contextlib.suppress(NotFound):
+                    await admin.delete(HYPERNODES, switch)

@@ -72,8 +72,11 @@ def podgroup(
     created: str = "2026-01-01T00:00:00Z",
     conditions: list[dict[str, Any]] | None = None,
     min_task_member: dict[str, int] | None = None,
+    network_topology: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
+    if network_topology is not None:
+        spec["networkTopology"] = network_topology
     if min_task_member is not None:
         spec["minTaskMember"] = min_task_member
     if min_resources is not None:
@@ -95,3 +98,11 @@ def queue(
     if capability:
         spec["capability"] = capability
     return {"metadata": {"name": name}, "spec": spec, "status": {"state": state}}
+
+
+def hypernode(
+    name: str, tier: int, *, nodes: tuple[str, ...] = (), children: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": c}}} for c in children]
+    return {"metadata": {"name": name}, "spec": {"tier": tier, "members": members}}

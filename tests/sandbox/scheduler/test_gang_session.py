@@ -7,15 +7,21 @@ from typing import Any
 from sandbox.scheduler.session import run_session
 from sandbox.scheduler.snapshot import build_snapshot
 
-from .factories import node, pod, podgroup, queue
+from .factories import hypernode, node, pod, podgroup, queue
 
 NOW = "2026-01-01T00:00:10Z"
 
 
 def session(
-    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], groups: list[dict[str, Any]], queues=None
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    groups: list[dict[str, Any]],
+    queues=None,
+    hypernodes: list[dict[str, Any]] | None = None,
 ):
-    snapshot = build_snapshot(nodes, pods, groups, queues if queues is not None else [queue()])
+    snapshot = build_snapshot(
+        nodes, pods, groups, queues if queues is not None else [queue()], hypernodes or []
+    )
     return run_session(snapshot, NOW, "session-1")
 
 
@@ -354,3 +360,66 @@ def test_the_fewest_lowest_priority_newest_gangs_are_chosen() -> None:
     result = session([node("a", cpu="8")], pods, [older, newer, podgroup("high", 1, phase="Inqueue")])
 
     assert [e.name for e in result.evictions] == ["newer-0"]
+
+
+# --- network topology (HyperNodes) -----------------------------------------------------------------
+
+SWITCHES = [
+    hypernode("s1", 1, nodes=("a",)),
+    hypernode("s2", 1, nodes=("b", "c")),
+    hypernode("spine", 2, children=("s1", "s2")),
+]
+NODES_ABC = [node("a", cpu="4"), node("b", cpu="2"), node("c", cpu="2")]
+
+
+def _topology_gang(mode: str, tier: int, count: int = 2, cpu: str = "2") -> tuple[list, list]:  # type: ignore[type-arg]
+    group = podgroup(
+        "tj", count, phase="Inqueue", network_topology={"mode": mode, "highestTierAllowed": tier}
+    )
+    return [group], gang_pods("tj", count, cpu=cpu)
+
+
+def test_hypernode_members_resolve_through_lower_tiers() -> None:
+    snapshot = build_snapshot(NODES_ABC, [], [], [queue()], SWITCHES)
+    assert [(h.name, h.tier, sorted(h.nodes)) for h in snapshot.hypernodes] == [
+        ("s1", 1, ["a"]),
+        ("s2", 1, ["b", "c"]),
+        ("spine", 2, ["a", "b", "c"]),
+    ]
+
+
+def test_a_hard_gang_is_placed_inside_one_hypernode_of_the_allowed_tier() -> None:
+    groups, pods = _topology_gang("hard", 1, count=3, cpu="1")
+    result = session(NODES_ABC, pods, groups, hypernodes=SWITCHES)
+    nodes = {b.node for b in result.binds}
+    assert len(result.binds) == 3 and (nodes <= {"a"} or nodes <= {"b", "c"})
+
+
+def test_a_hard_gang_that_fits_no_hypernode_of_its_tier_waits_and_says_why() -> None:
+    groups, pods = _topology_gang("hard", 1, count=3, cpu="2")  # 6 cpu: s1 has 4, s2 has 4
+    result = session(NODES_ABC, pods, groups, hypernodes=SWITCHES)
+    assert result.binds == ()
+    (condition,) = result.podgroup_writes[0].status["conditions"]
+    assert condition["reason"] == "NotEnoughResources"
+    assert "In hyperNode s1: 0/1 nodes are unavailable: 1 Insufficient cpu." in condition["message"]
+    assert condition["message"].endswith("network topology hard: the gang fits in no HyperNode of tier <= 1")
+
+
+def test_a_higher_tier_lets_the_same_gang_span_switches() -> None:
+    groups, pods = _topology_gang("hard", 2, count=3, cpu="2")
+    result = session(NODES_ABC, pods, groups, hypernodes=SWITCHES)
+    assert len(result.binds) == 3
+
+
+def test_a_hard_gang_without_any_hypernode_waits() -> None:
+    groups, pods = _topology_gang("hard", 1)
+    result = session(NODES_ABC, pods, groups)
+    assert result.binds == ()
+    (condition,) = result.podgroup_writes[0].status["conditions"]
+    assert condition["message"].endswith("network topology hard: no HyperNode of tier <= 1")
+
+
+def test_a_soft_gang_falls_back_to_any_nodes() -> None:
+    groups, pods = _topology_gang("soft", 1, count=3, cpu="2")
+    result = session(NODES_ABC, pods, groups, hypernodes=SWITCHES)
+    assert len(result.binds) == 3
