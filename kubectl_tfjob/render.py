@@ -45,6 +45,10 @@ def explain_text(view: Explanation) -> str:
             f"PodGroup {(podgroup.get('metadata') or {}).get('name', '')} ({podgroup.get('apiVersion')}):"
         )
         lines.append(f"  minMember: {spec.get('minMember')}")
+        if "minTaskMember" in spec:
+            lines.append(f"  minTaskMember: {_pairs(spec['minTaskMember'])}")
+        if "networkTopology" in spec:
+            lines.append(f"  networkTopology: {_pairs(spec['networkTopology'])}")
         if "queue" in spec:
             lines.append(f"  queue: {spec.get('queue')}")
         lines.append(f"  minResources: {_pairs(spec.get('minResources') or {})}")
@@ -96,8 +100,10 @@ def status_text(view: JobStatusView) -> str:
         lines.append(f"  {rtype}: {_pairs(counts) if isinstance(counts, dict) else counts}")
     restarts = view["restarts"]
     limit = restarts["backoffLimit"]
+    disruptions = f", disruptions {restarts['disruptions']}" if "disruptions" in restarts else ""
     lines.append(
         f"Restarts: {restarts['counted']} of backoffLimit {limit if limit is not None else '<none>'}"
+        f"{disruptions}"
     )
     deadline = view.get("activeDeadline")
     if deadline is not None:
@@ -110,6 +116,10 @@ def status_text(view: JobStatusView) -> str:
             details = [f"phase {gang['phase'] or '<none>'}"]
             if "minMember" in gang:
                 details.append(f"minMember {gang['minMember']}")
+            if "minTaskMember" in gang:
+                details.append(f"minTaskMember {{{_pairs(gang['minTaskMember'])}}}")
+            if "networkTopology" in gang:
+                details.append(f"networkTopology {{{_pairs(gang['networkTopology'])}}}")
             if "running" in gang:
                 details.append(f"running {gang['running']}")
             if "queue" in gang:
