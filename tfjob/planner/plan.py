@@ -13,6 +13,8 @@ One pass, in order:
 3. finished (Succeeded/Failed True) -> cleanup only: cleanPodPolicy, PodGroup, TTL (D6);
 4. suspended -> every child deleted, Running off, Suspended on; resumed -> Suspended off;
 5. backoffLimit (D2) and activeDeadlineSeconds (D1) -> Failed, every pod and service deleted (D3);
+   a disrupted pod never counts (D18), and in a job that restarts as a gang it starts (or
+   continues) the whole-gang restart instead (``tfjob.planner.disruption``);
 6. gang scheduling: PodGroup created/patched; pods held back until Volcano admits it (D14, D15);
    until the job runs, the Created condition says why it waits (``tfjob.planner.waiting``);
 7. the status decision (Succeeded, Failed, Running, Restarting; D5, D6);
