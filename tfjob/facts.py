@@ -211,7 +211,7 @@ def network_topology(annotation: object) -> dict[str, Any] | None:
         return None
     try:
         parsed = json.loads(annotation)
-    except ValueError:
+    except (ValueError, RecursionError):  # hostile nesting must not crash a pass
         return None
     if not isinstance(parsed, dict) or set(parsed) - set(NETWORK_TOPOLOGY_FIELDS):
         return None

@@ -288,11 +288,12 @@ def tfgang_annotation_errors(job: TFJob) -> list[FieldError]:
 def _network_topology_errors(path: str, value: object) -> list[FieldError]:
     try:
         parsed = json.loads(value) if isinstance(value, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # hostile nesting: a clear error, never a 5xx
         parsed = None
     if not isinstance(parsed, dict):
         detail = 'must be a JSON object such as {"mode": "hard", "highestTierAllowed": 1}'
-        return [FieldError(path, ErrorType.INVALID, detail, value)]
+        shown = value if not isinstance(value, str) or len(value) <= 256 else value[:256] + "..."
+        return [FieldError(path, ErrorType.INVALID, detail, shown)]
     known = ", ".join(json.dumps(name) for name in NETWORK_TOPOLOGY_FIELDS)
     errors = [
         FieldError(f"{path}.{key}", ErrorType.FORBIDDEN, f"unknown field; supported fields: {known}")

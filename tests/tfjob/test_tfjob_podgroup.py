@@ -343,7 +343,9 @@ def test_network_topology_comes_from_the_annotation() -> None:
     assert defaulted["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
 
 
-@pytest.mark.parametrize("value", [None, "not json", '{"mode": "strict"}', '{"highestTierAllowed": -1}'])
+@pytest.mark.parametrize(
+    "value", [None, "not json", '{"mode": "strict"}', '{"highestTierAllowed": -1}', "[" * 200_000]
+)
 def test_without_a_valid_annotation_nothing_changes(value: str | None) -> None:
     spec = desired_podgroup(read_facts(_topology_job(value)), {}, VOLCANO)["spec"]  # type: ignore[arg-type]
     assert "networkTopology" not in spec

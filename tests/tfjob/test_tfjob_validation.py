@@ -425,3 +425,11 @@ def test_network_topology_annotation_errors_are_worded_as_upstream_words_them(
     value: str, expected: list[str]
 ) -> None:
     assert messages(_with_topology(value)) == expected
+
+
+def test_network_topology_annotation_nested_beyond_the_parser_is_a_clear_error() -> None:
+    hostile = "[" * 200_000 + "]" * 200_000
+    (error,) = messages(_with_topology(hostile))
+    assert error.startswith(f"{TOPOLOGY}: Invalid value: ")
+    assert len(error) < 500  # the value is cut short in the message
+    assert error.endswith('must be a JSON object such as {"mode": "hard", "highestTierAllowed": 1}')
