@@ -210,3 +210,49 @@ async def test_a_ps_job_whose_worker_is_evicted_replaces_only_that_worker(
         assert "gangRestart" not in running["status"]
         assert "restartCounts" not in running["status"]
         assert second["withps-worker-1"] == now["withps-worker-1"]
+
+
+@pytest.mark.only_on_kube_apiserver("the Eviction API (pods/eviction); the sandbox serves none")
+async def test_a_collective_whose_worker_is_evicted_through_the_eviction_api_restarts_as_a_gang(
+    cluster: Cluster, apiserver: Any, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    job = simple_job("evicted", ns, workers=2, run_policy={"backoffLimit": 0})
+    async with (
+        gang_scheduler(str(apiserver.kubeconfig), [node(f"evict-{uuid.uuid4().hex[:6]}")]),
+        running_controller(controller_kubeconfig, controller_config(namespace=ns)),
+        kubelet_removing_terminated_pods(cluster),
+    ):
+        await cluster.create_job(job)
+        first = await _bound_pods(cluster, "evicted", 2)
+        await _run(cluster, sorted(first))
+        await _state(cluster, "evicted", "Running")
+
+        eviction = {
+            "apiVersion": "policy/v1beta1",
+            "kind": "Eviction",
+            "metadata": {"name": "evicted-worker-1", "namespace": ns},
+        }
+        await cluster.api.create(
+            PODS, eviction, ns, subresource_of="evicted-worker-1", subresource="eviction"
+        )
+
+        async def restarting() -> dict[str, Any] | None:
+            found = await cluster.job("evicted")
+            restart = condition(found, "Restarting")
+            return found if restart and restart.get("reason") == "PodDeleted" else None
+
+        job_now = await eventually(restarting, 60, what="evicted Restarting after the eviction")
+        assert job_now["status"]["disruptions"] == 1
+        assert (
+            "pod evicted-worker-1 was disrupted (PodDeleted)" in condition(job_now, "Restarting")["message"]
+        )  # type: ignore[index]
+
+        second = await _bound_pods(cluster, "evicted", 2, within=90)
+        assert not set(second.values()) & set(first.values())
+        await _run(cluster, sorted(second))
+        await _state(cluster, "evicted", "Running")
+        await cluster.set_pod("evicted-worker-0", "Succeeded", container_status("terminated", exit_code=0))
+        done = await _state(cluster, "evicted", "Succeeded")
+        assert done["status"]["disruptions"] == 1
+        assert "restartCounts" not in done["status"]
