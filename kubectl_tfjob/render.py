@@ -45,6 +45,10 @@ def explain_text(view: Explanation) -> str:
             f"PodGroup {(podgroup.get('metadata') or {}).get('name', '')} ({podgroup.get('apiVersion')}):"
         )
         lines.append(f"  minMember: {spec.get('minMember')}")
+        if "minTaskMember" in spec:
+            lines.append(f"  minTaskMember: {_pairs(spec['minTaskMember'])}")
+        if "networkTopology" in spec:
+            lines.append(f"  networkTopology: {_pairs(spec['networkTopology'])}")
         if "queue" in spec:
             lines.append(f"  queue: {spec.get('queue')}")
         lines.append(f"  minResources: {_pairs(spec.get('minResources') or {})}")
@@ -126,12 +130,13 @@ def _restarts_line(view: JobStatusView) -> str:
     limit = restarts["backoffLimit"]
     # Upstream semantics: backoffLimit is checked only when set; unset means no limit.
     limit_text = f"backoffLimit {limit}" if limit is not None else "no backoffLimit set"
+    disruptions = f", disruptions {restarts['disruptions']}" if "disruptions" in restarts else ""
     if "completionTime" in view:
         # The pods that carried the in-place restarts may be gone: the count means nothing now.
-        return f"Restarts: no longer counted, the job has finished ({limit_text})"
+        return f"Restarts: no longer counted, the job has finished ({limit_text}){disruptions}"
     if limit is None:
-        return f"Restarts: {restarts['counted']} (no backoffLimit set: restarts are not limited)"
-    return f"Restarts: {restarts['counted']} of backoffLimit {limit}"
+        return f"Restarts: {restarts['counted']} (no backoffLimit set: restarts are not limited){disruptions}"
+    return f"Restarts: {restarts['counted']} of backoffLimit {limit}{disruptions}"
 
 
 ABSENCE_TEXT = {
@@ -148,6 +153,10 @@ def _gang_lines(gang: GangView) -> list[str]:
     details = [f"phase {gang['phase']}" if gang["phase"] else "no phase yet"]
     if "minMember" in gang:
         details.append(f"minMember {gang['minMember']}")
+    if "minTaskMember" in gang:
+        details.append(f"minTaskMember {{{_pairs(gang['minTaskMember'])}}}")
+    if "networkTopology" in gang:
+        details.append(f"networkTopology {{{_pairs(gang['networkTopology'])}}}")
     if "running" in gang:
         details.append(f"running {gang['running']}")
     if "queue" in gang:

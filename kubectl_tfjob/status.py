@@ -41,6 +41,7 @@ class Countdown(TypedDict):
 class Restarts(TypedDict):
     counted: int
     backoffLimit: int | None
+    disruptions: NotRequired[int]  # status.disruptions: gang restarts, never counted (D18)
 
 
 # Why a job has no PodGroup: the controller has not made it yet, or deleted it with the job's end
@@ -55,6 +56,8 @@ class GangView(TypedDict):
     phase: str
     admitted: bool
     minMember: NotRequired[int]
+    minTaskMember: NotRequired[dict[str, int]]
+    networkTopology: NotRequired[dict[str, Any]]
     queue: NotRequired[str]
     running: NotRequired[int]
     conditions: list[dict[str, Any]]
@@ -128,7 +131,7 @@ def job_status(
         conditions=conditions,
         replicaStatuses=dict(status.get("replicaStatuses") or {}),
         desiredReplicas={replica.rtype: replica.replicas for replica in read_facts(job).replica_types},
-        restarts=Restarts(counted=limits.restarts, backoffLimit=limits.backoff_limit),
+        restarts=_restarts(limits.restarts, limits.backoff_limit, status.get("disruptions")),
         pods=sorted((_pod_row(pod) for pod in pods), key=lambda row: row["name"]),
         events=_recent(events),
     )
@@ -164,6 +167,13 @@ def _countdown(seconds: object, at: datetime, now: datetime) -> Countdown:
     )
 
 
+def _restarts(counted: int, backoff_limit: int | None, disruptions: object) -> Restarts:
+    restarts = Restarts(counted=counted, backoffLimit=backoff_limit)
+    if isinstance(disruptions, int) and not isinstance(disruptions, bool) and disruptions > 0:
+        restarts["disruptions"] = disruptions
+    return restarts
+
+
 def _gang(name: str, podgroup: PodGroup | None, phase: str, admitted: bool) -> GangView:
     gang = GangView(podGroup=name, exists=podgroup is not None, phase=phase, admitted=admitted, conditions=[])
     if podgroup is None:
@@ -172,6 +182,10 @@ def _gang(name: str, podgroup: PodGroup | None, phase: str, admitted: bool) -> G
     status: Any = podgroup.get("status") or {}
     if isinstance(spec.get("minMember"), int):
         gang["minMember"] = spec["minMember"]
+    if isinstance(spec.get("minTaskMember"), dict) and spec["minTaskMember"]:
+        gang["minTaskMember"] = dict(spec["minTaskMember"])
+    if isinstance(spec.get("networkTopology"), dict):
+        gang["networkTopology"] = dict(spec["networkTopology"])
     if spec.get("queue"):
         gang["queue"] = str(spec["queue"])
     if isinstance(status.get("running"), int):

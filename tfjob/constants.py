@@ -71,6 +71,21 @@ ANNOTATION_TASK_SPEC: Final = "volcano.sh/task-spec"
 VOLCANO_SCHEDULER_NAME: Final = "volcano"
 LABEL_SCHEDULER_PLUGINS_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
 
+# tfgang's own annotation on a TFJob (docs/behaviour.md, "Disruptions"): "true" restarts the whole
+# gang when one of its pods is disrupted, "false" replaces only the disrupted replica; unset, a job
+# without PS (its workers form one collective) restarts as a gang.
+ANNOTATION_GANG_RESTART: Final = "tfgang.io/gang-restart"
+# tfgang's own annotation on a TFJob (docs/behaviour.md, "Network topology"): a JSON object
+# {"mode": "hard"|"soft", "highestTierAllowed": <int>} that becomes the PodGroup's
+# spec.networkTopology, so Volcano places the gang within one HyperNode of that tier.
+ANNOTATION_NETWORK_TOPOLOGY: Final = "tfgang.io/network-topology"
+NETWORK_TOPOLOGY_MODES: Final = ("hard", "soft")
+NETWORK_TOPOLOGY_FIELDS: Final = ("mode", "highestTierAllowed")
+# Kubernetes' pod condition for a pod about to end because of a disruption (preemption, eviction
+# through the API, node shutdown or loss), and the reason tfgang gives a pod deleted by someone else.
+POD_CONDITION_DISRUPTION_TARGET: Final = "DisruptionTarget"
+REASON_POD_DELETED: Final = "PodDeleted"
+
 # --- Volcano PodGroup ----------------------------------------------------------------------------
 PODGROUP_GROUP: Final = "scheduling.volcano.sh"
 PODGROUP_VERSION: Final = "v1beta1"

@@ -10,13 +10,16 @@ creates the pods) and the webhook (which admits them) can never disagree on a jo
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
 from kubeobjects.meta import Meta, mapping, text
 from tfjob.constants import (
+    ANNOTATION_GANG_RESTART,
+    ANNOTATION_NETWORK_TOPOLOGY,
     API_VERSION,
     CHIEF,
     CLEAN_POD_POLICY_NONE,
@@ -25,7 +28,10 @@ from tfjob.constants import (
     KNOWN_TYPES,
     MANAGED_BY_TRAINING_OPERATOR,
     MASTER,
+    NETWORK_TOPOLOGY_FIELDS,
+    NETWORK_TOPOLOGY_MODES,
     NORMALISE_ORDER,
+    PS,
     SUCCESS_POLICY_ALL_WORKERS,
     WORKER,
 )
@@ -84,6 +90,9 @@ class JobFacts:
     suspend: bool
     deleting: bool
     managed_by: str  # runPolicy.managedBy, "" when unset
+    gang_restart: bool  # a disruption restarts the whole gang (annotation, else: no PS)
+    # the PodGroup's spec.networkTopology from the annotation; None when unset or invalid
+    network_topology: Mapping[str, Any] | None = None
     # What callers derived from these facts, by key (``remembered``); not part of the facts.
     _derived: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -190,7 +199,43 @@ def read_facts(job: Mapping[str, Any]) -> JobFacts:
         suspend=run_policy.get("suspend") is True,
         deleting=meta.deleting,
         managed_by=text(run_policy.get("managedBy")),
+        gang_restart=gang_restart_wanted(meta.annotations.get(ANNOTATION_GANG_RESTART), replica_types),
+        network_topology=network_topology(meta.annotations.get(ANNOTATION_NETWORK_TOPOLOGY)),
     )
+
+
+def network_topology(annotation: object) -> dict[str, Any] | None:
+    """``tfgang.io/network-topology`` as the PodGroup's ``spec.networkTopology``: mode (default
+    ``hard``, as Volcano's CRD defaults it) and ``highestTierAllowed`` when given; None when the
+    annotation is unset or not what ``tfjob.validation`` accepts."""
+    if not isinstance(annotation, str):
+        return None
+    try:
+        parsed = json.loads(annotation)
+    except (ValueError, RecursionError):  # hostile nesting must not crash a pass
+        return None
+    if not isinstance(parsed, dict) or set(parsed) - set(NETWORK_TOPOLOGY_FIELDS):
+        return None
+    mode = parsed.get("mode", NETWORK_TOPOLOGY_MODES[0])
+    tier = parsed.get("highestTierAllowed")
+    if mode not in NETWORK_TOPOLOGY_MODES:
+        return None
+    if tier is not None and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
+        return None
+    topology: dict[str, Any] = {"mode": mode}
+    if tier is not None:
+        topology["highestTierAllowed"] = tier
+    return topology
+
+
+def gang_restart_wanted(annotation: str | None, replica_types: Sequence[ReplicaFacts]) -> bool:
+    """``tfgang.io/gang-restart``: "true"/"false"; unset (or invalid, which validation rejects): a
+    job without PS replicas restarts as a gang, its workers being one collective."""
+    if annotation == "true":
+        return True
+    if annotation == "false":
+        return False
+    return not any(replica.rtype == PS and replica.replicas > 0 for replica in replica_types)
 
 
 def _replica_facts(key: str, replica_spec: ReplicaSpec) -> ReplicaFacts:

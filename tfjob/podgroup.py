@@ -3,6 +3,10 @@
 One PodGroup per job, named after it. ``minResources`` is what the scheduler must find free
 before it admits the gang: the requests of the first ``minMember`` pods, taken in a fixed order
 (PriorityClass value, then type) so the value never changes from one pass to the next.
+
+``minTaskMember`` (Volcano only) is the per-role minimum, keyed as the webhook stamps each pod's
+``volcano.sh/task-spec`` (``gang_annotations``: the replica type in lower case); see
+``min_task_member`` for the rule.
 """
 
 from __future__ import annotations
@@ -13,10 +17,14 @@ from typing import Any, Final, cast
 from kubeobjects.meta import Meta, sequence
 from kubeobjects.quantity import parse_quantity, sum_resources
 from tfjob.constants import (
+    CHIEF,
     DEFAULT_QUEUE,
+    MASTER,
     MIN_RESOURCES_ORDER,
     PODGROUP_API_VERSION,
     PODGROUP_KIND,
+    PS,
+    WORKER,
 )
 from tfjob.defaults import canonical_replica_type
 from tfjob.facts import JobFacts, ReplicaFacts
@@ -30,6 +38,49 @@ SCHEDULER_PLUGINS_PODGROUP_API_VERSION: Final = "scheduling.x-k8s.io/v1alpha1"
 def min_member(facts: JobFacts) -> int:
     """``schedulingPolicy.minAvailable`` if set, else the total replicas over every type."""
     return facts.min_available if facts.min_available is not None else facts.total_replicas
+
+
+# The roles a TF cluster cannot run without, whatever minAvailable says: the parameter servers
+# hold the variables, the Chief/Master coordinates and checkpoints.
+ESSENTIAL_TYPES: Final = (CHIEF, MASTER, PS)
+
+
+# Maps patched key by key (a merge patch merges maps): a key no longer wanted is removed with null.
+MAP_FIELDS: Final = ("minTaskMember", "networkTopology")
+
+
+def task_spec_key(rtype: str) -> str:
+    """The ``volcano.sh/task-spec`` value of a replica type's pods (``tfjob.pods.gang_annotations``)."""
+    return rtype.lower()
+
+
+def min_task_member(facts: JobFacts) -> dict[str, int]:
+    """Volcano's per-role minimum, keyed by ``task_spec_key``; roles without replicas are left out.
+
+    Without ``minAvailable`` (or with one not below the total), every role at its replicas, as
+    Volcano's vcjob does for tasks without a minAvailable of their own. With ``minAvailable`` below
+    the total, the essential roles (Chief, Master, PS) at their replicas, then Worker at what is
+    left of ``minAvailable`` (if anything); Evaluator and unknown types get no minimum, so they
+    never stand in for a worker. The sum is then ``minAvailable`` or less, the condition under which
+    Volcano enforces the per-role minimums at all; essential roles that alone exceed
+    ``minAvailable`` still appear, and Volcano then ignores the per-role check.
+    """
+    wanted: dict[str, int] = {}
+    members = min_member(facts)
+    if members >= facts.total_replicas:
+        for replica in facts.replica_types:
+            if replica.replicas > 0:
+                wanted[task_spec_key(replica.rtype)] = replica.replicas
+        return wanted
+    essential = [r for r in facts.replica_types if canonical_replica_type(r.rtype) in ESSENTIAL_TYPES]
+    for replica in essential:
+        if replica.replicas > 0:
+            wanted[task_spec_key(replica.rtype)] = replica.replicas
+    left = members - sum(replica.replicas for replica in essential)
+    worker = facts.replica(WORKER)
+    if worker is not None and left > 0 and worker.replicas > 0:
+        wanted[task_spec_key(worker.rtype)] = min(worker.replicas, left)
+    return wanted
 
 
 def min_resources(facts: JobFacts, min_member: int, priority_values: Mapping[str, int]) -> dict[str, str]:
@@ -95,6 +146,11 @@ def desired_podgroup(facts: JobFacts, priority_values: Mapping[str, int], settin
             "priorityClassName": facts.priority_class,
             "minResources": dict(resources),
         }
+        task_members = facts.remembered("minTaskMember", lambda: min_task_member(facts))
+        if task_members:
+            spec["minTaskMember"] = dict(task_members)
+        if facts.network_topology is not None:
+            spec["networkTopology"] = dict(facts.network_topology)
     else:
         api_version = SCHEDULER_PLUGINS_PODGROUP_API_VERSION
         spec = {"minMember": members, "minResources": dict(resources)}
@@ -117,11 +173,19 @@ def podgroup_spec_patch(existing: PodGroup, desired: PodGroup) -> dict[str, Any]
     if "queue" in wanted and current.get("queue"):
         wanted["queue"] = current["queue"]
     patch: dict[str, Any] = {}
+    if desired.get("apiVersion") == PODGROUP_API_VERSION:
+        # A field no longer wanted at all goes as a whole: emptied key by key, networkTopology
+        # would still be there for the CRD to default to a hard topology of any tier.
+        patch.update({field: None for field in MAP_FIELDS if field in current and field not in wanted})
     for field, value in wanted.items():
         if field == "minResources":
             resources_patch = _resources_patch(current.get(field) or {}, value or {})
             if resources_patch is not None:
                 patch[field] = resources_patch
+        elif field in MAP_FIELDS:
+            roles_patch = _map_patch(current.get(field), value or {})
+            if roles_patch is not None:
+                patch[field] = roles_patch
         elif _empty_if_none(current.get(field)) != _empty_if_none(value):
             patch[field] = value
     return {"spec": patch} if patch else None
@@ -133,6 +197,14 @@ def _resources_patch(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> d
     for name, quantity in wanted.items():
         if name not in current or not _same_quantity(current[name], quantity):
             patch[name] = quantity
+    return patch or None
+
+
+def _map_patch(current: Any, wanted: Mapping[str, Any]) -> dict[str, Any] | None:
+    # Roles no longer in the job are removed with null (Volcano #4802: a stale role blocks the gang).
+    found: Mapping[str, Any] = current if isinstance(current, Mapping) else {}
+    patch: dict[str, Any] = {name: None for name in found if name not in wanted}
+    patch.update({name: count for name, count in wanted.items() if found.get(name) != count})
     return patch or None
 
 

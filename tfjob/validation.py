@@ -18,6 +18,8 @@ from kubeobjects.fielderrors import ErrorType, FieldError, aggregate, unsupporte
 from kubeobjects.meta import mapping
 from kubeobjects.names import DNS1035_LABEL_MAX_LENGTH, dns1035_label_errors, max_length_message
 from tfjob.constants import (
+    ANNOTATION_GANG_RESTART,
+    ANNOTATION_NETWORK_TOPOLOGY,
     CHIEF,
     CLEAN_POD_POLICIES,
     CONTAINER_NAME,
@@ -25,6 +27,8 @@ from tfjob.constants import (
     KNOWN_TYPES,
     MANAGED_BY_VALUES,
     MASTER,
+    NETWORK_TOPOLOGY_FIELDS,
+    NETWORK_TOPOLOGY_MODES,
     NORMALISE_ORDER,
     RESTART_POLICIES,
     SUCCESS_POLICIES,
@@ -76,6 +80,7 @@ def _validate(job: TFJob, immutable_errors: list[FieldError]) -> list[FieldError
     errors += _replica_specs_errors(spec.get("tfReplicaSpecs"))
     errors += _policy_value_errors(spec, run_policy)
     errors += _replica_name_length_errors(job)
+    errors += tfgang_annotation_errors(job)
     return errors
 
 
@@ -220,6 +225,50 @@ def _replica_name_length_errors(job: TFJob) -> list[FieldError]:
         f"and a DNS-1035 label {max_length_message(DNS1035_LABEL_MAX_LENGTH)}"
     )
     return [FieldError("metadata.name", ErrorType.INVALID, detail, name)]
+
+
+# --- tfgang's own annotations (docs/behaviour.md) ---------------------------------------------------
+
+GANG_RESTART_VALUES: Final = ("true", "false")
+
+
+def tfgang_annotation_errors(job: TFJob) -> list[FieldError]:
+    """The values of tfgang's annotations on the TFJob, worded as apimachinery words them."""
+    annotations = mapping(mapping(job.get("metadata")).get("annotations"))
+    errors: list[FieldError] = []
+    gang_restart = annotations.get(ANNOTATION_GANG_RESTART)
+    if gang_restart is not None and gang_restart not in GANG_RESTART_VALUES:
+        path = f"metadata.annotations[{ANNOTATION_GANG_RESTART}]"
+        errors.append(unsupported(path, gang_restart, GANG_RESTART_VALUES))
+    topology = annotations.get(ANNOTATION_NETWORK_TOPOLOGY)
+    if topology is not None:
+        errors += _network_topology_errors(f"metadata.annotations[{ANNOTATION_NETWORK_TOPOLOGY}]", topology)
+    return errors
+
+
+def _network_topology_errors(path: str, value: object) -> list[FieldError]:
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else None
+    except (ValueError, RecursionError):  # hostile nesting: a clear error, never a 5xx
+        parsed = None
+    if not isinstance(parsed, dict):
+        detail = 'must be a JSON object such as {"mode": "hard", "highestTierAllowed": 1}'
+        shown = value if not isinstance(value, str) or len(value) <= 256 else value[:256] + "..."
+        return [FieldError(path, ErrorType.INVALID, detail, shown)]
+    known = ", ".join(json.dumps(name) for name in NETWORK_TOPOLOGY_FIELDS)
+    errors = [
+        FieldError(f"{path}.{key}", ErrorType.FORBIDDEN, f"unknown field; supported fields: {known}")
+        for key in parsed
+        if key not in NETWORK_TOPOLOGY_FIELDS
+    ]
+    mode = parsed.get("mode")
+    if "mode" in parsed and mode not in NETWORK_TOPOLOGY_MODES:
+        errors.append(unsupported(f"{path}.mode", mode, NETWORK_TOPOLOGY_MODES))
+    tier = parsed.get("highestTierAllowed")
+    if "highestTierAllowed" in parsed and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
+        detail = "must be a non-negative integer"
+        errors.append(FieldError(f"{path}.highestTierAllowed", ErrorType.INVALID, detail, tier))
+    return errors
 
 
 # --- helpers ------------------------------------------------------------------------------------------

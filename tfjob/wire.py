@@ -95,6 +95,11 @@ class ReplicaStatus(TypedDict, total=False):
     selector: str
 
 
+class GangRestart(TypedDict, total=False):
+    pod: str  # the disrupted pod that started it
+    reason: str  # its DisruptionTarget reason, or PodDeleted
+
+
 class JobStatus(TypedDict, total=False):
     conditions: list[JobCondition]
     replicaStatuses: dict[str, ReplicaStatus]
@@ -104,6 +109,10 @@ class JobStatus(TypedDict, total=False):
     # tfgang's own (D2): recreations of failed pods, per replica type, so that backoffLimit
     # counts them across controller restarts. Unknown to upstream clients, who ignore it.
     restartCounts: dict[str, int]
+    # tfgang's own: pods ended by a disruption that restarted the gang (never counted toward
+    # backoffLimit), and the gang restart in progress, present until its pods are created again.
+    disruptions: int
+    gangRestart: GangRestart
 
 
 class _Envelope(TypedDict, total=False):

@@ -1,5 +1,5 @@
-"""CRDs the sandbox installs: Volcano's PodGroup and Queue (written from the Volcano notes), and
-the location of the chart's TFJob CRD."""
+"""CRDs the sandbox installs: Volcano's PodGroup, Queue and HyperNode (written from the Volcano
+notes and API types), and the location of the chart's TFJob CRD."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ _HERE = Path(__file__).resolve().parent
 
 PODGROUP_CRD = str(_HERE / "scheduling.volcano.sh_podgroups.yaml")
 QUEUE_CRD = str(_HERE / "scheduling.volcano.sh_queues.yaml")
-VOLCANO_CRD_FILES: tuple[str, ...] = (PODGROUP_CRD, QUEUE_CRD)
+HYPERNODE_CRD = str(_HERE / "topology.volcano.sh_hypernodes.yaml")
+VOLCANO_CRD_FILES: tuple[str, ...] = (PODGROUP_CRD, QUEUE_CRD, HYPERNODE_CRD)
 
 TFJOB_CRD_ENV = "TFGANG_TFJOB_CRD"
 TFJOB_CRD_RELATIVE = Path("charts") / "tfgang" / "crds" / "kubeflow.org_tfjobs.yaml"

@@ -40,6 +40,16 @@ class PodUnschedulable(ObjectRef):
 
 
 @dataclass(frozen=True)
+class Evict(ObjectRef):
+    """Evict this pod as Volcano's evictor does: ``DisruptionTarget`` (and ``Ready=False``) on its
+    status, a Warning ``Evict`` event, then a graceful delete."""
+
+    reason: str  # the pod condition's reason, e.g. PreemptionByScheduler
+    message: str
+    why: str  # the action that evicts it, for the event: "preempt"
+
+
+@dataclass(frozen=True)
 class PodGroupStatusWrite(ObjectRef):
     """Make the PodGroup's status exactly ``status``."""
 
@@ -70,3 +80,4 @@ class SessionResult:
     pod_conditions: tuple[PodUnschedulable, ...] = ()
     podgroup_writes: tuple[PodGroupStatusWrite, ...] = ()
     events: tuple[EventNote, ...] = field(default=())
+    evictions: tuple[Evict, ...] = ()

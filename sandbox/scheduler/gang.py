@@ -2,9 +2,30 @@
 
 - enqueue: PodGroups in phase ``""``/``Pending`` are admitted (``Inqueue``) per ``enqueue.py``;
 - allocate: for admitted gangs, pending tasks are placed one by one (binpack scoring) on a scratch
-  copy of the node ledger, stopping at the first task that fits nowhere. The placements are
-  committed (the pods bound) only if the gang then has ``minMember`` ready tasks; otherwise they are
-  discarded, so a gang never starts partially;
+  copy of the node ledger. A task that fits nowhere stops the gang when the tasks left could no
+  longer make ``minMember`` (always, when ``minMember`` is every task); otherwise the others are
+  still tried, except those of the failed task's role (Volcano's ``NeedContinueAllocating`` and
+  its predicate cache by role). The placements are committed (the pods bound) only if the gang
+  then has ``minMember`` ready tasks and, when ``minMember`` covers the sum of
+  ``minTaskMember``, each role its minimum; otherwise they are discarded, so a gang never starts
+  partially, nor without a role it needs (a PS);
+- per-role minimums: a gang short of a role's minimum, in the pods that exist (Volcano's
+  ``JobValid``) or in those it could place, is ``Unschedulable`` with reason
+  ``NotEnoughPodsOfTask``, the reason Volcano's gang plugin gives that case (older releases wrote it
+  on the condition; newer ones log it and write ``NotEnoughResources``), naming the role;
+- network topology: a gang whose PodGroup has ``networkTopology`` is placed inside one HyperNode
+  of a tier up to ``highestTierAllowed``, lowest tiers first (its bound pods' nodes must be in it);
+  ``hard`` leaves it pending when none has room (the condition's message says so, and each pod's
+  fit error is prefixed ``In hyperNode <name>:`` as Volcano's is), ``soft`` falls back to any
+  nodes;
+- preempt (Volcano's ``gangpreempt``, simplified): an admitted gang that still cannot start takes
+  the room of whole lower-priority gangs, lowest priority (then newest) first, as few as make it
+  fit. Their bound and running pods are evicted as Volcano's evictor does (``DisruptionTarget``
+  with reason ``PreemptionByScheduler``, ``Ready=False``, a Warning ``Evict`` event, a graceful
+  delete); the preemptor is bound in a later session, once they are gone. Pods already being
+  deleted count as free, so a preemption in flight is not repeated. Volcano splits this between
+  ``preempt``/``gangpreempt`` (within a queue) and ``reclaim`` (across reclaimable queues); the
+  sandbox looks at every queue. One preemptor per session;
 - close: phase, counters and the ``Unschedulable``/``Scheduled`` condition per PodGroup, the pods'
   ``PodScheduled=False`` conditions and the events Volcano records.
 
@@ -13,6 +34,8 @@ Gangs are served in priority order, then oldest first, and each commit is visibl
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -21,6 +44,7 @@ from sandbox.scheduler import podgroupstatus as pgs
 from sandbox.scheduler.decisions import (
     Bind,
     EventNote,
+    Evict,
     PodCondition,
     PodGroupStatusWrite,
     PodUnschedulable,
@@ -29,7 +53,7 @@ from sandbox.scheduler.decisions import (
 from sandbox.scheduler.enqueue import EnqueueAccount
 from sandbox.scheduler.ledger import Ledger
 from sandbox.scheduler.placement import Placement, binpack_score
-from sandbox.scheduler.snapshot import JobInfo, Snapshot, TaskInfo, TaskStatus
+from sandbox.scheduler.snapshot import OCCUPYING, HyperNodeInfo, JobInfo, Snapshot, TaskInfo, TaskStatus
 
 PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 SCHEDULABLE: Final = "Schedulable"
@@ -37,6 +61,9 @@ UNSCHEDULABLE: Final = "Unschedulable"
 FAILED_SCHEDULING: Final = "FailedScheduling"
 _AWAITING_ADMISSION: Final = frozenset({"", PodGroupPhase.PENDING})
 """Phases of a gang that enqueue has not admitted yet."""
+PREEMPTED_REASON: Final = "PreemptionByScheduler"
+PREEMPTED_MESSAGE: Final = "volcano: preempting to accommodate a higher priority pod"
+_HOLDING: Final = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 _VALID: Final = frozenset({TaskStatus.PENDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
 
 
@@ -52,6 +79,10 @@ class _Attempt:
     placed: dict[str, str]
     failed: dict[str, str]
     committed: bool
+    short_roles: tuple[tuple[str, int, int], ...] = ()
+    """Roles below their ``minTaskMember``: (role, pods that count, minimum)."""
+    topology_note: str = ""
+    """Why a hard network topology left the gang pending."""
 
 
 def _job_order(job: JobInfo) -> tuple[int, str, str, str]:
@@ -62,28 +93,124 @@ def _task_order(task: TaskInfo) -> tuple[int, str, str]:
     return (-task.priority, task.created, task.name)
 
 
-def _try_allocate(job: JobInfo, ledger: Ledger) -> _Attempt:
-    valid = sum(1 for task in job.tasks if task.status in _VALID)
+def short_roles(job: JobInfo, roles: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
+    """The roles whose count in ``roles`` is below their minimum, when Volcano checks roles at all."""
+    if not job.checks_roles:
+        return ()
+    counts = Counter(roles)
+    return tuple(
+        (role, counts.get(role, 0), need)
+        for role, need in sorted(job.min_task_member.items())
+        if counts.get(role, 0) < need
+    )
+
+
+def _try_allocate(job: JobInfo, ledger: Ledger, hypernodes: Sequence[HyperNodeInfo] = ()) -> _Attempt:
+    """Place the gang; with a network topology, inside one HyperNode of an allowed tier, trying
+    the lowest tiers first (soft: anywhere when none has room)."""
+    topology = job.network_topology
+    pending = any(task.status is TaskStatus.PENDING for task in job.tasks)
+    if topology is None or not pending:
+        return _try_in(job, ledger, None)
+    tier = topology.highest_tier
+    holding = {t.node_name for t in job.tasks if t.node_name and t.status in OCCUPYING}
+    domains = [h for h in hypernodes if (tier is None or h.tier <= tier) and holding <= h.nodes and h.nodes]
+    first: tuple[HyperNodeInfo, _Attempt] | None = None
+    for domain in domains:
+        attempt = _try_in(job, ledger, domain.nodes)
+        if attempt.committed:
+            return attempt
+        first = first or (domain, attempt)
+    if not topology.hard:
+        return _try_in(job, ledger, None)
+    allowed = "any tier" if tier is None else f"tier <= {tier}"
+    note = f"network topology {topology.mode}: the gang fits in no HyperNode of {allowed}"
+    if first is None:
+        return _Attempt(
+            {}, {}, False, topology_note=f"network topology {topology.mode}: no HyperNode of {allowed}"
+        )
+    domain, attempt = first
+    failed = {uid: f"In hyperNode {domain.name}: {reason}" for uid, reason in attempt.failed.items()}
+    return replace(attempt, failed=failed, topology_note=note)
+
+
+def _try_in(job: JobInfo, ledger: Ledger, only: frozenset[str] | None) -> _Attempt:
+    valid = [task for task in job.tasks if task.status in _VALID]
     pending = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING), key=_task_order)
-    if valid < job.min_member or not pending:
+    invalid_roles = short_roles(job, (task.role for task in valid))
+    if invalid_roles:
+        return _Attempt({}, {}, False, invalid_roles)
+    if len(valid) < job.min_member or not pending:
         return _Attempt({}, {}, False)
-    scratch = ledger.fork()
+    ready_before = pgs.ready_count(t.status for t in job.tasks)
+    scratch = ledger.fork(only)
     placed: dict[str, str] = {}
     failed: dict[str, str] = {}
-    for task in pending:
+    failed_roles: set[str] = set()
+    for position, task in enumerate(pending):
+        if task.role in failed_roles:
+            continue  # its role already failed predicates this session: Volcano skips it
         outcome = scratch.place(task, binpack_score, volcano=True)
         if not isinstance(outcome, Placement):
             failed[task.uid] = outcome
-            break  # the rest could not complete the gang anyway; Volcano stops here too
+            failed_roles.add(task.role)
+            left = sum(1 for other in pending[position + 1 :] if other.role not in failed_roles)
+            if job.min_member >= len(job.tasks) or ready_before + len(placed) + left < job.min_member:
+                break  # the rest could not complete the gang anyway; Volcano stops here too
+            continue
         scratch.commit(task, outcome.node)
         placed[task.uid] = outcome.node
-    ready = pgs.ready_count(t.status for t in job.tasks) + len(placed)
-    if ready >= job.min_member:
+    ready = ready_before + len(placed)
+    ready_roles = [t.role for t in job.tasks if pgs.is_ready(t.status) or t.uid in placed]
+    missing_roles = short_roles(job, ready_roles)
+    if ready >= job.min_member and not missing_roles:
         for task in pending:
             if task.uid in placed:
                 ledger.commit(task, placed[task.uid])
         return _Attempt(placed, failed, True)
-    return _Attempt(placed, failed, False)
+    return _Attempt(placed, failed, False, missing_roles if ready >= job.min_member else ())
+
+
+def _roles_text(roles: tuple[tuple[str, int, int], ...]) -> str:
+    return "; ".join(f"task {role or '<none>'}: {have}/{need} of minTaskMember" for role, have, need in roles)
+
+
+def choose_victims(preemptor: JobInfo, jobs: Iterable[JobInfo], ledger: Ledger) -> list[JobInfo] | None:
+    """The lower-priority gangs whose eviction lets ``preemptor`` start: [] when what is already
+    being released is enough (wait for it), None when no choice is."""
+    trial = ledger.fork()
+    others = [job for job in jobs if job.key != preemptor.key]
+    for job in others:
+        for task in job.tasks:
+            if task.status is TaskStatus.RELEASING:
+                trial.release(task)
+    if _try_allocate(preemptor, trial.fork()).committed:
+        return []
+    lower = [
+        job
+        for job in others
+        if job.priority < preemptor.priority and any(t.status in _HOLDING for t in job.tasks)
+    ]
+    newest_first = sorted(lower, key=lambda job: (job.created, job.key), reverse=True)
+    candidates = sorted(newest_first, key=lambda job: job.priority)  # stable: newest first per priority
+    victims: list[JobInfo] = []
+    for victim in candidates:
+        for task in victim.tasks:
+            if task.status in _HOLDING:
+                trial.release(task)
+        victims.append(victim)
+        if _try_allocate(preemptor, trial.fork()).committed:
+            return victims
+    return None
+
+
+def _evictions(victims: Iterable[JobInfo]) -> list[Evict]:
+    return [
+        Evict(task.namespace, task.name, task.uid, PREEMPTED_REASON, PREEMPTED_MESSAGE, "preempt")
+        for job in victims
+        for task in job.tasks
+        if task.status in _HOLDING
+    ]
 
 
 def _event(job: JobInfo, type_: str, reason: str, message: str) -> EventNote:
@@ -125,6 +252,7 @@ def schedule_gangs(
     writes: list[PodGroupStatusWrite] = []
     rejections: dict[str, str] = {}
     admitted: list[JobInfo] = []
+    starving: list[JobInfo] = []
     stored_phase = {job.key: job.phase for job in jobs}
     for job in jobs:
         if job.phase in _AWAITING_ADMISSION:
@@ -140,7 +268,9 @@ def schedule_gangs(
     for job in admitted:
         # Only a gang still waiting for admission is skipped (Volcano's allocate skips Pending jobs).
         attempt = (
-            _try_allocate(job, ledger) if job.phase not in _AWAITING_ADMISSION else _Attempt({}, {}, False)
+            _try_allocate(job, ledger, snapshot.hypernodes)
+            if job.phase not in _AWAITING_ADMISSION
+            else _Attempt({}, {}, False)
         )
         statuses = [
             TaskStatus.BOUND if attempt.committed and task.uid in attempt.placed else task.status
@@ -155,6 +285,8 @@ def schedule_gangs(
         ready = pgs.ready_count(statuses)
         gang_ready = ready >= job.min_member
         pending_tasks = [t for t, s in zip(job.tasks, statuses, strict=True) if s is TaskStatus.PENDING]
+        if not gang_ready and pending_tasks and job.phase not in _AWAITING_ADMISSION:
+            starving.append(job)
         reasons: dict[str, tuple[str, str]] = {}
         for task in pending_tasks:
             if task.uid in attempt.failed:
@@ -183,7 +315,13 @@ def schedule_gangs(
                 condition = pgs.scheduled_condition(now, session_id)
             else:
                 job_message = f"{job.min_member - ready}/{len(job.tasks)} tasks in gang unschedulable: {fit}"
-                condition = pgs.unschedulable_condition(job_message, now, session_id)
+                reason = pgs.NOT_ENOUGH_RESOURCES
+                if attempt.short_roles:
+                    reason = pgs.NOT_ENOUGH_PODS_OF_TASK
+                    job_message = f"{job_message}; {_roles_text(attempt.short_roles)}"
+                if attempt.topology_note:
+                    job_message = f"{job_message}; {attempt.topology_note}"
+                condition = pgs.unschedulable_condition(job_message, now, session_id, reason)
         unschedulable_now = bool(job.tasks) and not gang_ready
         phase = pgs.compute_phase(job.phase, job.min_member, statuses, unschedulable_now)
         conditions = pgs.merge_conditions(job.conditions, condition)
@@ -208,4 +346,12 @@ def schedule_gangs(
             if update is not None:
                 pod_conditions.append(update)
             events.append(_pod_event(task, FAILED_SCHEDULING, message))
-    return SessionResult(tuple(binds), tuple(pod_conditions), tuple(writes), tuple(events))
+    evictions: list[Evict] = []
+    for preemptor in starving:
+        victims = choose_victims(preemptor, admitted, ledger)
+        if victims:
+            evictions = _evictions(victims)
+            break
+        if victims == []:
+            break  # enough is already being released for the first in line: wait for it
+    return SessionResult(tuple(binds), tuple(pod_conditions), tuple(writes), tuple(events), tuple(evictions))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sandbox.scheduler.placement import Placement, fit_error_message, fit_failures
-from sandbox.scheduler.resources import add
+from sandbox.scheduler.resources import add, subtract
 from sandbox.scheduler.snapshot import NodeInfo, TaskInfo
 
 ScoreFn = Callable[[TaskInfo, NodeInfo, dict[str, int]], float]
@@ -20,11 +20,18 @@ class Ledger:
             used if used is not None else {node.name: dict(node.used) for node in nodes}
         )
 
-    def fork(self) -> Ledger:
-        return Ledger(self.nodes, {name: dict(amounts) for name, amounts in self.used.items()})
+    def fork(self, only: frozenset[str] | None = None) -> Ledger:
+        """A scratch copy; ``only``: placing on those nodes alone (a HyperNode)."""
+        nodes = self.nodes if only is None else tuple(node for node in self.nodes if node.name in only)
+        return Ledger(nodes, {name: dict(amounts) for name, amounts in self.used.items()})
 
     def commit(self, task: TaskInfo, node: str) -> None:
         self.used[node] = add(self.used.get(node, {}), task.demand)
+
+    def release(self, task: TaskInfo) -> None:
+        """``task`` leaves its node (a trial of what evicting it would free)."""
+        if task.node_name:
+            self.used[task.node_name] = subtract(self.used.get(task.node_name, {}), task.demand)
 
     def place(self, task: TaskInfo, score: ScoreFn, *, volcano: bool) -> Placement | str:
         """The best node for ``task``, or the fit-error message when no node fits."""

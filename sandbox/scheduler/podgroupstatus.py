@@ -21,6 +21,7 @@ from sandbox.scheduler.snapshot import TaskStatus
 UNSCHEDULABLE_TYPE: Final = "Unschedulable"
 SCHEDULED_TYPE: Final = "Scheduled"
 NOT_ENOUGH_RESOURCES: Final = "NotEnoughResources"
+NOT_ENOUGH_PODS_OF_TASK: Final = "NotEnoughPodsOfTask"
 GANG_READY_REASON: Final = "tasks in gang are ready to be scheduled"
 POD_GROUP_NOT_READY: Final = "pod group is not ready"
 POD_GROUP_READY: Final = "pod group is ready"
@@ -29,6 +30,10 @@ _SCHEDULED: Final = frozenset(
     {TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.SUCCEEDED, TaskStatus.FAILED}
 )
 _READY: Final = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.SUCCEEDED})
+
+
+def is_ready(status: TaskStatus) -> bool:
+    return status in _READY
 
 
 def ready_count(statuses: Iterable[TaskStatus]) -> int:
@@ -65,13 +70,15 @@ def fit_error(statuses: Sequence[TaskStatus], min_member: int, pending_reasons: 
     return message
 
 
-def unschedulable_condition(message: str, now: str, session_id: str) -> PodGroupCondition:
+def unschedulable_condition(
+    message: str, now: str, session_id: str, reason: str = NOT_ENOUGH_RESOURCES
+) -> PodGroupCondition:
     return PodGroupCondition(
         type=UNSCHEDULABLE_TYPE,
         status="True",
         transitionID=session_id,
         lastTransitionTime=now,
-        reason=NOT_ENOUGH_RESOURCES,
+        reason=reason,
         message=message,
     )
 

@@ -1,7 +1,8 @@
 """The scheduler's I/O: watch caches in, one pure session per tick, decisions out to the API.
 
 Only ordinary API calls are used, so the same process works against a real kube-apiserver:
-``pods/binding`` to bind, a strategic-merge patch of ``pods/status`` for ``PodScheduled``,
+``pods/binding`` to bind, a strategic-merge patch of ``pods/status`` for ``PodScheduled`` (and
+for ``DisruptionTarget`` before an evicted pod is deleted, as Volcano's evictor does),
 PodGroup status by merge patch (of ``/status`` when the CRD has that subresource, of the object
 otherwise, as Volcano's own CRD has none), Events through the aggregating recorder, and the
 ``default`` Queue created (and opened) when missing, as Volcano's install does.
@@ -27,12 +28,13 @@ from kube.events import EventRecorder
 from kube.ownwrites import OwnWrites
 from kube.patches import PatchType
 from kube.reflector import Reflector
-from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1
+from kube.resources import NODES, PODGROUPS_V1BETA1, PODS, QUEUES_V1BETA1, Resource
 from kube.store import Store
 from kubeobjects.meta import Meta
 from sandbox.scheduler.decisions import (
     Bind,
     EventNote,
+    Evict,
     PodGroupStatusWrite,
     PodUnschedulable,
     SessionResult,
@@ -50,6 +52,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 QUEUE_RETRY_SECONDS = 30.0
+# Volcano's network topology (cluster-scoped); a server without its CRD lists none.
+HYPERNODES = Resource("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", namespaced=False)
 
 
 async def _unless_gone(what: str, write: Awaitable[T]) -> T | None:
@@ -118,7 +122,9 @@ class Scheduler:
         self._wake = asyncio.Event()
         # Our binds and status writes over the caches until the watches bring them back.
         self._writes = OwnWrites(ttl=30.0)
-        self._stores = {res.plural: Store() for res in (PODS, NODES, PODGROUPS_V1BETA1, QUEUES_V1BETA1)}
+        self._stores = {
+            res.plural: Store() for res in (PODS, NODES, PODGROUPS_V1BETA1, QUEUES_V1BETA1, HYPERNODES)
+        }
         self._podgroup_status_subresource: bool | None = None
         self._opened_queues: set[str] = set()
         self._default_queue_ready = False
@@ -156,7 +162,7 @@ class Scheduler:
         ]
         volcano = [
             Reflector(self._api, res, self._stores[res.plural], handlers=[self._changed(res.plural)])
-            for res in (PODGROUPS_V1BETA1, QUEUES_V1BETA1)
+            for res in (PODGROUPS_V1BETA1, QUEUES_V1BETA1, HYPERNODES)
         ]
         async with asyncio.TaskGroup() as group:
             for reflector in core + volcano:
@@ -215,6 +221,7 @@ class Scheduler:
             self._objects("pods"),
             self._objects("podgroups"),
             self._objects("queues"),
+            self._objects("hypernodes"),
             gang_scheduler_names=self._options.gang_scheduler_names,
             plain_scheduler_names=self._options.plain_scheduler_names,
         )
@@ -225,6 +232,7 @@ class Scheduler:
         await asyncio.gather(*(self._bind(bind) for bind in result.binds))
         await asyncio.gather(*(self._write_podgroup(write) for write in result.podgroup_writes))
         await asyncio.gather(*(self._set_unschedulable(update) for update in result.pod_conditions))
+        await asyncio.gather(*(self._evict(eviction) for eviction in result.evictions))
         for note in result.events:
             self._record(note)
         return result
@@ -288,9 +296,7 @@ class Scheduler:
             return
         logger.info("bound %s to %s", key, bind.node)
         message = f"Successfully assigned {key} to {bind.node}"
-        self._record(
-            EventNote.about_pod(bind, "Normal", "Scheduled", message, bind.source)
-        )
+        self._record(EventNote.about_pod(bind, "Normal", "Scheduled", message, bind.source))
         if cached is not None:
             assumed = copy.deepcopy(cached)
             assumed.setdefault("spec", {})["nodeName"] = bind.node
@@ -343,6 +349,36 @@ class Scheduler:
                 subresource="status",
             ),
         )
+
+    async def _evict(self, eviction: Evict) -> None:
+        """Volcano's ``defaultEvictor.Evict``: the pod's conditions say why, then it is deleted."""
+        now = _now()
+        evicted = f"Pod is evicted, because of {eviction.why}"
+        conditions = [
+            {"type": "Ready", "status": "False", "reason": "Evict", "message": evicted,
+             "lastProbeTime": None, "lastTransitionTime": now},
+            {"type": "DisruptionTarget", "status": "True", "reason": eviction.reason,
+             "message": eviction.message, "lastProbeTime": None, "lastTransitionTime": now},
+        ]  # fmt: skip
+        marked = await _unless_gone(
+            f"marking {eviction.key} for eviction",
+            self._api.patch(
+                PODS,
+                eviction.name,
+                {"status": {"conditions": conditions}},
+                eviction.namespace,
+                patch_type=PatchType.STRATEGIC,
+                subresource="status",
+            ),
+        )
+        if marked is None:
+            return
+        self._record(EventNote.about_pod(eviction, "Warning", "Evict", evicted))
+        await _unless_gone(
+            f"evicting {eviction.key}",
+            self._api.delete(PODS, eviction.name, eviction.namespace, uid_precondition=eviction.uid),
+        )
+        logger.info("evicted %s (%s)", eviction.key, eviction.reason)
 
     def _record(self, note: EventNote) -> None:
         involved = {

@@ -21,4 +21,5 @@ def run_session(
         pod_conditions=gangs.pod_conditions + plain.pod_conditions,
         podgroup_writes=gangs.podgroup_writes,
         events=gangs.events + plain.events,
+        evictions=gangs.evictions,
     )

@@ -7,6 +7,7 @@ can be computed, tested and compared without any I/O.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -92,6 +93,28 @@ class TaskInfo(ObjectRef):
 
 
 @dataclass(frozen=True)
+class NetworkTopology:
+    """A PodGroup's ``spec.networkTopology``: ``hard`` keeps the gang inside one HyperNode of a tier
+    up to ``highest_tier`` (None: any tier); ``soft`` prefers that and falls back to any nodes."""
+
+    mode: str
+    highest_tier: int | None
+
+    @property
+    def hard(self) -> bool:
+        return self.mode != "soft"
+
+
+@dataclass(frozen=True)
+class HyperNodeInfo:
+    """A HyperNode with its members resolved down to node names."""
+
+    name: str
+    tier: int
+    nodes: frozenset[str]
+
+
+@dataclass(frozen=True)
 class JobInfo(ObjectRef):
     """A PodGroup and the tasks that name it."""
 
@@ -103,10 +126,18 @@ class JobInfo(ObjectRef):
     counters: Mapping[str, int]
     created: str
     tasks: tuple[TaskInfo, ...] = ()
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    """Per-role minimums by ``volcano.sh/task-spec`` (``spec.minTaskMember``), zeros left out."""
+    network_topology: NetworkTopology | None = None
 
     @property
     def priority(self) -> int:
         return max((task.priority for task in self.tasks), default=0)
+
+    @property
+    def checks_roles(self) -> bool:
+        """Volcano enforces ``minTaskMember`` only when ``minMember`` covers their sum."""
+        return bool(self.min_task_member) and self.min_member >= sum(self.min_task_member.values())
 
 
 @dataclass(frozen=True)
@@ -125,6 +156,8 @@ class Snapshot:
     """Pending pods of the plain (non-Volcano) scheduler."""
     problems: tuple[str, ...] = field(default=())
     """Objects skipped because they could not be read (bad quantities and the like)."""
+    hypernodes: tuple[HyperNodeInfo, ...] = ()
+    """HyperNodes by tier, then name."""
 
 
 def task_status(pod: Mapping[str, Any]) -> TaskStatus:
@@ -220,7 +253,77 @@ def build_job(podgroup: Mapping[str, Any], tasks: Sequence[TaskInfo]) -> JobInfo
         counters={k: int(status.get(k) or 0) for k in ("running", "succeeded", "failed")},
         created=str(meta.raw.get("creationTimestamp") or ""),
         tasks=tuple(tasks),
+        min_task_member=_min_task_member(spec.get("minTaskMember")),
+        network_topology=_network_topology(spec.get("networkTopology")),
     )
+
+
+def _network_topology(raw: Any) -> NetworkTopology | None:
+    if not isinstance(raw, Mapping):
+        return None
+    tier = raw.get("highestTierAllowed")
+    return NetworkTopology(
+        mode=str(raw.get("mode") or "hard"),
+        highest_tier=tier if isinstance(tier, int) and not isinstance(tier, bool) else None,
+    )
+
+
+def _selected(selector: Mapping[str, Any], name: str, labels: Mapping[str, str]) -> bool:
+    exact = selector.get("exactMatch")
+    if isinstance(exact, Mapping):
+        return exact.get("name") == name
+    regex = selector.get("regexMatch")
+    if isinstance(regex, Mapping):
+        try:
+            return re.search(str(regex.get("pattern") or ""), name) is not None
+        except re.error:
+            return False
+    label_match = selector.get("labelMatch")
+    if isinstance(label_match, Mapping):
+        wanted = label_match.get("matchLabels") or {}
+        return bool(wanted) and all(labels.get(key) == value for key, value in wanted.items())
+    return False
+
+
+def build_hypernodes(
+    hypernodes: Iterable[Mapping[str, Any]], nodes: Sequence[NodeInfo]
+) -> tuple[HyperNodeInfo, ...]:
+    """Each HyperNode's members resolved to node names: Node members by their selector, HyperNode
+    members (exact or regex name) through their own members; a cycle adds nothing."""
+    raw = {Meta(h).name: h for h in hypernodes}
+
+    def resolve(name: str, seen: frozenset[str]) -> frozenset[str]:
+        found: set[str] = set()
+        spec = raw[name].get("spec") or {}
+        for member in spec.get("members") or []:
+            if not isinstance(member, Mapping):
+                continue
+            selector = member.get("selector") or {}
+            if member.get("type", "Node") == "HyperNode":
+                for child in raw:
+                    if child not in seen and _selected(selector, child, {}):
+                        found |= resolve(child, seen | {child})
+            else:
+                found |= {node.name for node in nodes if _selected(selector, node.name, node.labels)}
+        return frozenset(found)
+
+    infos = []
+    for name, body in raw.items():
+        tier = (body.get("spec") or {}).get("tier")
+        infos.append(
+            HyperNodeInfo(name, tier if isinstance(tier, int) else 0, resolve(name, frozenset({name})))
+        )
+    return tuple(sorted(infos, key=lambda h: (h.tier, h.name)))
+
+
+def _min_task_member(raw: Any) -> dict[str, int]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {
+        str(role): int(count)
+        for role, count in raw.items()
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0
+    }
 
 
 def build_queue(queue: Mapping[str, Any]) -> QueueInfo:
@@ -238,6 +341,7 @@ def build_snapshot(
     pods: Iterable[Mapping[str, Any]],
     podgroups: Iterable[Mapping[str, Any]],
     queues: Iterable[Mapping[str, Any]],
+    hypernodes: Iterable[Mapping[str, Any]] = (),
     *,
     gang_scheduler_names: frozenset[str] = frozenset({SchedulerName.VOLCANO}),
     plain_scheduler_names: frozenset[str] = frozenset({SchedulerName.DEFAULT}),
@@ -288,4 +392,5 @@ def build_snapshot(
         queues=queue_infos,
         plain_tasks=tuple(sorted(plain, key=lambda t: (t.created, t.namespace, t.name))),
         problems=tuple(problems),
+        hypernodes=build_hypernodes(hypernodes, node_infos),
     )

@@ -127,8 +127,11 @@ async def test_d4_a_pod_deleted_by_someone_else_is_recreated_not_failed(
     cluster: Cluster, controller_kubeconfig: str
 ) -> None:
     ns = cluster.namespace
+    # Per replica: a job without PS would restart as a whole gang instead (D18).
+    job = simple_job("lost", ns, workers=2)
+    job["metadata"]["annotations"] = {"tfgang.io/gang-restart": "false"}
     async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
-        await cluster.create_job(simple_job("lost", ns, workers=2))
+        await cluster.create_job(job)
         names = await admit_and_wait_for_pods(cluster, "lost", 2)
         await cluster.run_pods(names)
         await wait_for_state(cluster, "lost", "Running")

@@ -86,8 +86,8 @@ async def test_status_shows_the_gang_wait_then_restarts_and_deadline_of_the_runn
         text = await _status("st", "-n", ns, "--kubeconfig", kc, kubectl=True)
         assert text.returncode == 0, text.stderr
         assert (
-            "PodGroup st: phase Pending, minMember 2, queue default (waiting for the gang scheduler)"
-            in text.stdout
+            "PodGroup st: phase Pending, minMember 2, minTaskMember {worker=2}, queue default "
+            "(waiting for the gang scheduler)" in text.stdout
         )
         assert f"Unschedulable=True NotEnoughResources: {UNSCHEDULABLE}" in text.stdout
         assert "schedule timeout: 300s" in text.stdout

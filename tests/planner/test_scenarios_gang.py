@@ -43,6 +43,7 @@ def test_s49_podgroup_first_pods_held_back_until_inqueue() -> None:
         "queue": "default",
         "priorityClassName": "",
         "minResources": {"cpu": "5", "memory": "8Gi"},
+        "minTaskMember": {"ps": 1, "worker": 2},
     }
     assert cluster.job is not None
     assert cluster.job["status"]["lastReconcileTime"] == "2026-11-29T10:41:00Z"
@@ -85,6 +86,7 @@ def test_s51_explicit_scheduling_policy_and_an_existing_queue_is_kept() -> None:
         "queue": "q1",
         "priorityClassName": "pc",
         "minResources": {"cpu": "10"},
+        "minTaskMember": {"worker": 2},
     }
     existing = podgroup(job, "Inqueue")
     existing["spec"]["queue"] = "q0"
@@ -169,4 +171,8 @@ def test_d15_podgroup_spec_is_patched_only_when_it_changes() -> None:
     assert not any(isinstance(a, PatchPodGroup) for a in run(job, group=group, settings=VOLCANO).actions)
     bigger = make_job({"Worker": replica(3, cpu="1")}, status=running_status(["Created"]))
     patches = [a for a in run(bigger, group=group, settings=VOLCANO).actions if isinstance(a, PatchPodGroup)]
-    assert patches == [PatchPodGroup("tj", {"spec": {"minMember": 3, "minResources": {"cpu": "3"}}})]
+    assert patches == [
+        PatchPodGroup(
+            "tj", {"spec": {"minMember": 3, "minResources": {"cpu": "3"}, "minTaskMember": {"worker": 3}}}
+        )
+    ]

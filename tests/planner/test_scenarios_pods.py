@@ -125,7 +125,8 @@ def test_s21_duplicate_pods_at_one_index_are_neither_counted_nor_replaced() -> N
 
 
 def test_a_pod_deleted_by_someone_else_is_replaced_once_gone_without_failing_d4() -> None:
-    job = make_job({"Worker": replica(2, "Never")})
+    # Per-replica replacement (a job without PS restarts as a gang unless told otherwise: D18).
+    job = make_job({"Worker": replica(2, "Never")}, annotations={"tfgang.io/gang-restart": "false"})
     cluster = Cluster(job, NO_GANG)
     cluster.reconcile()
     cluster.set_pod("tj-worker-0", "Running")

@@ -108,6 +108,8 @@ def real_world_job() -> dict[str, Any]:
         "startTime": "2026-11-29T10:00:01Z",
         "lastReconcileTime": "2026-11-29T10:00:01Z",
         "restartCounts": {"Worker": 2},
+        "disruptions": 1,
+        "gangRestart": {"pod": "tj-worker-1", "reason": "PreemptionByScheduler"},
     }
     return dict(job)
 
@@ -165,6 +167,8 @@ def broken(path: list[str | int], value: Any) -> dict[str, Any]:
         (["spec", "enableDynamicWorker"], "true"),
         (["status", "conditions"], [{"type": "Running"}]),
         (["status", "restartCounts", "Worker"], "2"),
+        (["status", "disruptions"], "1"),
+        (["status", "gangRestart", "pod"], 1),
         (["status", "replicaStatuses", "Worker", "active"], "3"),
     ],
 )

@@ -97,3 +97,24 @@ def test_the_facts_memo_does_not_keep_jobs_without_a_version_and_is_bounded() ->
     for index in range(3):
         memo.facts(_versioned(make_job({"Worker": replica(1)}), uid=f"uid-{index}"))
     assert len(memo) == 2
+
+
+@pytest.mark.parametrize(
+    ("specs", "annotation", "expected"),
+    [
+        ({"Worker": 3}, None, True),  # one collective
+        ({"Chief": 1, "Worker": 2}, None, True),
+        ({"PS": 1, "Worker": 2}, None, False),  # per-replica, as before
+        ({"PS": 0, "Worker": 2}, None, True),
+        ({"PS": 1, "Worker": 2}, "true", True),
+        ({"Worker": 3}, "false", False),
+        ({"Worker": 3}, "maybe", True),  # validation rejects it; a stored one means the default
+    ],
+)
+def test_d18_gang_restart_by_default_without_ps_and_by_annotation(
+    specs: dict[str, int], annotation: str | None, expected: bool
+) -> None:
+    job = make_job({rtype: replica(count) for rtype, count in specs.items()})
+    if annotation is not None:
+        job["metadata"]["annotations"] = {"tfgang.io/gang-restart": annotation}
+    assert read_facts(job).gang_restart is expected

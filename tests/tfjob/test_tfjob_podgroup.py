@@ -6,7 +6,14 @@ import pytest
 from tfjob_test_builders import container, make_job, replica, seed_job
 
 from tfjob.facts import read_facts
-from tfjob.podgroup import desired_podgroup, min_member, min_resources, podgroup_spec_patch
+from tfjob.podgroup import (
+    desired_podgroup,
+    min_member,
+    min_resources,
+    min_task_member,
+    podgroup_spec_patch,
+)
+from tfjob.pods import gang_marks
 from tfjob.settings import Settings
 from tfjob.wire import PodGroup
 
@@ -53,6 +60,7 @@ def test_s49_volcano_podgroup_shape() -> None:
             "queue": "default",
             "priorityClassName": "",
             "minResources": {"cpu": "5", "memory": "8Gi"},
+            "minTaskMember": {"ps": 1, "worker": 2},
         },
     }
 
@@ -64,6 +72,7 @@ def test_seed_podgroup_has_min_member_4_from_limits() -> None:
         "queue": "default",
         "priorityClassName": "",
         "minResources": {"cpu": "4", "memory": "400Mi"},
+        "minTaskMember": {"ps": 1, "worker": 3},
     }
 
 
@@ -175,6 +184,7 @@ def test_s51_explicit_scheduling_policy_is_used_as_is() -> None:
         "queue": "q1",
         "priorityClassName": "pc",
         "minResources": {"cpu": "10"},
+        "minTaskMember": {"worker": 2},
     }
 
 
@@ -209,7 +219,12 @@ def test_no_podgroup_when_gang_scheduling_is_off() -> None:
 def test_d15_no_patch_when_nothing_differs_even_in_another_spelling() -> None:
     desired = desired_podgroup(read_facts(scenario_49_job()), {}, VOLCANO)  # type: ignore[arg-type]
     stored: PodGroup = {
-        "spec": {"minMember": 3, "queue": "default", "minResources": {"cpu": "5000m", "memory": "8192Mi"}},
+        "spec": {
+            "minMember": 3,
+            "queue": "default",
+            "minResources": {"cpu": "5000m", "memory": "8192Mi"},
+            "minTaskMember": {"ps": 1, "worker": 2},
+        },
         "status": {"phase": "Inqueue"},
     }
     assert podgroup_spec_patch(stored, desired) is None
@@ -231,6 +246,7 @@ def test_d15_patch_carries_only_the_changed_fields() -> None:
             "minMember": 3,
             "queue": "default",
             "minResources": {"nvidia.com/gpu": None, "memory": "8Gi"},
+            "minTaskMember": {"ps": 1, "worker": 2},
         }
     }
 
@@ -238,5 +254,119 @@ def test_d15_patch_carries_only_the_changed_fields() -> None:
 def test_d15_patch_of_a_podgroup_without_spec_sets_everything() -> None:
     desired = desired_podgroup(read_facts(scenario_49_job()), {}, VOLCANO)  # type: ignore[arg-type]
     assert podgroup_spec_patch({}, desired) == {
-        "spec": {"minMember": 3, "queue": "default", "minResources": {"cpu": "5", "memory": "8Gi"}}
+        "spec": {
+            "minMember": 3,
+            "queue": "default",
+            "minResources": {"cpu": "5", "memory": "8Gi"},
+            "minTaskMember": {"ps": 1, "worker": 2},
+        }
     }
+
+
+# --- minTaskMember: per-role gangs ---------------------------------------------------------------
+
+
+def test_min_task_member_without_min_available_is_every_role_at_its_replicas() -> None:
+    job = make_job({"PS": replica(2), "Worker": replica(3), "Evaluator": replica(1), "Chief": replica(1)})
+    assert min_task_member(read_facts(job)) == {"ps": 2, "worker": 3, "chief": 1, "evaluator": 1}
+
+
+def test_min_task_member_keys_are_the_task_spec_the_webhook_stamps() -> None:
+    job = make_job({"PS": replica(1), "Worker": replica(2)})
+    facts = read_facts(job)
+    stamped = {
+        gang_marks(r, facts.name, VOLCANO).annotations["volcano.sh/task-spec"] for r in facts.replica_types
+    }
+    assert set(min_task_member(facts)) == stamped
+
+
+def test_min_task_member_below_the_total_keeps_ps_and_chief_and_fills_workers() -> None:
+    job = make_job(
+        {"Chief": replica(1), "PS": replica(2), "Worker": replica(4), "Evaluator": replica(1)},
+        runPolicy={"schedulingPolicy": {"minAvailable": 5}},
+    )
+    # 1 chief + 2 ps are essential; 2 of the 5 go to workers; the evaluator never stands in.
+    assert min_task_member(read_facts(job)) == {"chief": 1, "ps": 2, "worker": 2}
+
+
+def test_min_task_member_below_the_essential_roles_keeps_them_and_no_worker() -> None:
+    job = make_job(
+        {"PS": replica(2), "Worker": replica(4)}, runPolicy={"schedulingPolicy": {"minAvailable": 1}}
+    )
+    assert min_task_member(read_facts(job)) == {"ps": 2}
+
+
+def test_min_task_member_leaves_out_roles_without_replicas() -> None:
+    job = make_job({"PS": replica(0), "Worker": replica(2)})
+    assert min_task_member(read_facts(job)) == {"worker": 2}
+
+
+def test_scheduler_plugins_podgroup_has_no_min_task_member() -> None:
+    spec = desired_podgroup(read_facts(scenario_49_job()), {}, SCHEDULER_PLUGINS)["spec"]  # type: ignore[arg-type]
+    assert "minTaskMember" not in spec
+
+
+def test_d15_min_task_member_follows_replica_changes_and_drops_gone_roles() -> None:
+    job = make_job({"Worker": replica(3)})
+    desired = desired_podgroup(read_facts(job), {}, VOLCANO)
+    stored: PodGroup = {"spec": {**desired["spec"], "minTaskMember": {"ps": 1, "worker": 2}}}
+    assert podgroup_spec_patch(stored, desired) == {"spec": {"minTaskMember": {"ps": None, "worker": 3}}}
+    unchanged: PodGroup = {"spec": dict(desired["spec"])}
+    assert podgroup_spec_patch(unchanged, desired) is None
+
+
+def test_d15_min_task_member_removed_when_no_role_has_replicas() -> None:
+    job = make_job({"Worker": replica(0)})
+    desired = desired_podgroup(read_facts(job), {}, VOLCANO)
+    assert "minTaskMember" not in desired["spec"]
+    stored: PodGroup = {"spec": {**desired["spec"], "minTaskMember": {"worker": 2}}}
+    assert podgroup_spec_patch(stored, desired) == {"spec": {"minTaskMember": None}}
+
+
+# --- networkTopology from the annotation ---------------------------------------------------------
+
+
+def _topology_job(value: str | None) -> dict:  # type: ignore[type-arg]
+    job = make_job({"Worker": replica(2)})
+    if value is not None:
+        job["metadata"]["annotations"] = {"tfgang.io/network-topology": value}
+    return job  # type: ignore[return-value]
+
+
+def test_network_topology_comes_from_the_annotation() -> None:
+    job = _topology_job('{"mode": "hard", "highestTierAllowed": 1}')
+    spec = desired_podgroup(read_facts(job), {}, VOLCANO)["spec"]  # type: ignore[arg-type]
+    assert spec["networkTopology"] == {"mode": "hard", "highestTierAllowed": 1}
+    soft = desired_podgroup(read_facts(_topology_job('{"mode": "soft"}')), {}, VOLCANO)["spec"]  # type: ignore[arg-type]
+    assert soft["networkTopology"] == {"mode": "soft"}
+    defaulted = desired_podgroup(read_facts(_topology_job('{"highestTierAllowed": 2}')), {}, VOLCANO)  # type: ignore[arg-type]
+    assert defaulted["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
+
+
+@pytest.mark.parametrize(
+    "value", [None, "not json", '{"mode": "strict"}', '{"highestTierAllowed": -1}', "[" * 200_000]
+)
+def test_without_a_valid_annotation_nothing_changes(value: str | None) -> None:
+    spec = desired_podgroup(read_facts(_topology_job(value)), {}, VOLCANO)["spec"]  # type: ignore[arg-type]
+    assert "networkTopology" not in spec
+    assert (
+        "networkTopology"
+        not in desired_podgroup(
+            read_facts(_topology_job('{"mode": "hard"}')),
+            {},
+            SCHEDULER_PLUGINS,  # type: ignore[arg-type]
+        )["spec"]
+    )
+
+
+def test_d15_network_topology_is_patched_when_the_annotation_changes_and_removed_whole() -> None:
+    hard = desired_podgroup(
+        read_facts(_topology_job('{"mode": "hard", "highestTierAllowed": 1}')), {}, VOLCANO
+    )  # type: ignore[arg-type]
+    soft = desired_podgroup(read_facts(_topology_job('{"mode": "soft"}')), {}, VOLCANO)  # type: ignore[arg-type]
+    assert podgroup_spec_patch(hard, soft) == {
+        "spec": {"networkTopology": {"mode": "soft", "highestTierAllowed": None}}
+    }
+    none = desired_podgroup(read_facts(_topology_job(None)), {}, VOLCANO)  # type: ignore[arg-type]
+    assert podgroup_spec_patch(hard, none) == {"spec": {"networkTopology": None}}
+    assert podgroup_spec_patch(hard, hard) is None

@@ -348,3 +348,88 @@ def test_validation_never_raises_on_any_shape(old: Any, new: Any) -> None:
     errors = validate_update(old, new) + validate_create(new)
     assert all(isinstance(error, FieldError) for error in errors)
     aggregate(errors)
+
+
+# --- tfgang's annotations (D18) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_d18_gang_restart_annotation_values_are_accepted(value: str) -> None:
+    job = copy.deepcopy(VALID)
+    job["metadata"]["annotations"] = {"tfgang.io/gang-restart": value}
+    assert messages(job) == []
+
+
+def test_d18_gang_restart_annotation_other_values_are_unsupported() -> None:
+    job = copy.deepcopy(VALID)
+    job["metadata"]["annotations"] = {"tfgang.io/gang-restart": "yes"}
+    assert messages(job) == [
+        'metadata.annotations[tfgang.io/gang-restart]: Unsupported value: "yes": '
+        'supported values: "true", "false"'
+    ]
+
+
+# --- tfgang.io/network-topology ------------------------------------------------------------------
+
+TOPOLOGY = "metadata.annotations[tfgang.io/network-topology]"
+
+
+def _with_topology(value: str) -> TFJob:
+    job = copy.deepcopy(VALID)
+    job["metadata"]["annotations"] = {"tfgang.io/network-topology": value}
+    return job
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['{"mode": "hard", "highestTierAllowed": 1}', '{"mode": "soft"}', '{"highestTierAllowed": 0}', "{}"],
+)
+def test_network_topology_annotation_values_are_accepted(value: str) -> None:
+    assert messages(_with_topology(value)) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (
+            "hard",
+            [
+                f'{TOPOLOGY}: Invalid value: "hard": must be a JSON object such as '
+                '{"mode": "hard", "highestTierAllowed": 1}'
+            ],
+        ),
+        (
+            "[1]",
+            [
+                f'{TOPOLOGY}: Invalid value: "[1]": must be a JSON object such as '
+                '{"mode": "hard", "highestTierAllowed": 1}'
+            ],
+        ),
+        (
+            '{"mode": "strict", "highestTierAllowed": -1}',
+            [
+                f'{TOPOLOGY}.mode: Unsupported value: "strict": supported values: "hard", "soft"',
+                f"{TOPOLOGY}.highestTierAllowed: Invalid value: -1: must be a non-negative integer",
+            ],
+        ),
+        (
+            '{"highestTierAllowed": "1", "tier": 2}',
+            [
+                f'{TOPOLOGY}.tier: Forbidden: unknown field; supported fields: "mode", "highestTierAllowed"',
+                f'{TOPOLOGY}.highestTierAllowed: Invalid value: "1": must be a non-negative integer',
+            ],
+        ),
+    ],
+)
+def test_network_topology_annotation_errors_are_worded_as_upstream_words_them(
+    value: str, expected: list[str]
+) -> None:
+    assert messages(_with_topology(value)) == expected
+
+
+def test_network_topology_annotation_nested_beyond_the_parser_is_a_clear_error() -> None:
+    hostile = "[" * 200_000 + "]" * 200_000
+    (error,) = messages(_with_topology(hostile))
+    assert error.startswith(f"{TOPOLOGY}: Invalid value: ")
+    assert len(error) < 500  # the value is cut short in the message
+    assert error.endswith('must be a JSON object such as {"mode": "hard", "highestTierAllowed": 1}')

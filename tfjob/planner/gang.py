@@ -23,7 +23,7 @@ from typing import Any
 
 from kubeobjects.meta import Meta
 from kubeobjects.times import parse_time
-from kubeobjects.volcano import ADMITTED_PHASES
+from kubeobjects.volcano import ADMITTED_PHASES, PodGroupPhase
 from tfjob.constants import COND_FAILED, REASON_SCHEDULE_TIMEOUT
 from tfjob.facts import JobFacts
 from tfjob.planner.actions import CreatePodGroup, PatchPodGroup
@@ -62,8 +62,14 @@ def sync_gang(
     pods: Sequence[Mapping[str, Any]],
     priority_values: Mapping[str, int],
     settings: Settings,
+    *,
+    readmitting: bool = False,
 ) -> GangGate:
-    """Create or patch the PodGroup, and say whether pod creation must wait for it."""
+    """Create or patch the PodGroup, and say whether pod creation must wait for it.
+
+    ``readmitting``: a gang restart whose pods are all gone waits for Volcano to admit the gang
+    again, i.e. for ``Inqueue``: ``Running``/``Unknown``/``Completed`` with no pods are what the
+    PodGroup said about the old gang, before Volcano saw it empty."""
     if not settings.gang_enabled:
         return GangGate()
     desired = desired_podgroup(facts, priority_values, settings)
@@ -73,11 +79,8 @@ def sync_gang(
         patch = podgroup_spec_patch(podgroup, desired)
         if patch is not None:
             draft.act(PatchPodGroup(Meta(podgroup).name, patch))
-    admitted = (
-        podgroup is not None
-        and not Meta(podgroup).deleting
-        and podgroup_phase(podgroup) in ADMITTED_PHASES
-    )
+    wanted = frozenset({PodGroupPhase.INQUEUE}) if readmitting else ADMITTED_PHASES
+    admitted = podgroup is not None and not Meta(podgroup).deleting and podgroup_phase(podgroup) in wanted
     if not settings.volcano or admitted:
         return GangGate()
     _mark_wait_start(draft)

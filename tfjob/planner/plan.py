@@ -13,6 +13,8 @@ One pass, in order:
 3. finished (Succeeded/Failed True) -> cleanup only: cleanPodPolicy, PodGroup, TTL (D6);
 4. suspended -> every child deleted, Running off, Suspended on; resumed -> Suspended off;
 5. backoffLimit (D2) and activeDeadlineSeconds (D1) -> Failed, every pod and service deleted (D3);
+   a disrupted pod never counts (D18), and in a job that restarts as a gang it starts (or
+   continues) the whole-gang restart instead (``tfjob.planner.disruption``);
 6. gang scheduling: PodGroup created/patched; pods held back until Volcano admits it (D14, D15);
    until the job runs, the Created condition says why it waits (``tfjob.planner.waiting``);
 7. the status decision (Succeeded, Failed, Running, Restarting; D5, D6);
@@ -70,6 +72,13 @@ from tfjob.planner.cleanup import (
     suspend,
 )
 from tfjob.planner.conditions import TRUE, find_condition, is_finished, is_true
+from tfjob.planner.disruption import (
+    Disruption,
+    first_disruption,
+    gang_restart_of,
+    recorded_disruptions,
+    replacing_message,
+)
 from tfjob.planner.draft import COUNTER_CREATED, COUNTER_FAILED_PODS, COUNTER_RESTARTED, Draft, Plan
 from tfjob.planner.exitcodes import tensorflow_exit_code
 from tfjob.planner.gang import sync_gang
@@ -86,6 +95,7 @@ from tfjob.planner.status import (
     Decision,
     decide,
     exit_code_failed_verdict,
+    gang_restart_verdict,
     restarting_verdict,
     worker0_completed,
 )
@@ -169,7 +179,11 @@ def _run_active_job(
         for event in abnormal_pod_events(analysis.active_pods):
             draft.emit(event.type, event.reason, event.message)
 
-    if past_backoff_limit(facts, draft.status, analyses.values()):
+    restart = gang_restart_of(draft.status)
+    disruptions = [found for analysis in analyses.values() for found in analysis.disruptions]
+    restarting_gang = restart is not None or (bool(disruptions) and facts.gang_restart)
+    # A gang being restarted has no failures to count: its pods are going because tfgang said so.
+    if not restarting_gang and past_backoff_limit(facts, draft.status, analyses.values()):
         fail_and_tear_down(draft, facts, backoff_verdict(facts), children)
         return
     deadline = deadline_at(facts, parse_time(draft.status.get("startTime")))
@@ -179,6 +193,8 @@ def _run_active_job(
             return
         draft.requeue_in((deadline - draft.now).total_seconds())  # D1: a timer, not the next event
 
+    if restarting_gang and not _restart_gang(draft, facts, observed, children, settings, disruptions):
+        return
     gate = sync_gang(draft, facts, podgroup, pods, observed.priority_values, settings)
     if gate.timed_out is not None:
         fail_and_tear_down(draft, facts, gate.timed_out, children, event_type=WARNING)
@@ -206,6 +222,43 @@ def _run_active_job(
         new_deadline = deadline_at(facts, parse_time(draft.status.get("startTime")))
         if new_deadline is not None:
             draft.requeue_in((new_deadline - draft.now).total_seconds())
+
+
+def _restart_gang(
+    draft: Draft,
+    facts: JobFacts,
+    observed: Observed,
+    children: Children,
+    settings: Settings,
+    disruptions: Sequence[Disruption],
+) -> bool:
+    """One pass of a whole-gang restart (``tfjob.planner.disruption``); True once the gang is
+    admitted again and every pod may be created in this pass."""
+    if gang_restart_of(draft.status) is None:
+        disruption = first_disruption(disruptions)
+        assert disruption is not None
+        draft.status["gangRestart"] = {"pod": disruption.pod, "reason": disruption.reason}
+        draft.status["disruptions"] = recorded_disruptions(draft.status) + 1
+        verdict = gang_restart_verdict(facts, disruption)
+        draft.set_condition(verdict.type, TRUE, verdict.reason, verdict.message)
+        draft.emit(WARNING, REASON_RESTARTING, verdict.message)
+        draft.count(COUNTER_RESTARTED)
+    for pod in children.pods:
+        if not Meta(pod).deleting:
+            draft.act(DeletePod(Meta(pod).name, Meta(pod).uid))
+    if children.pods:
+        return False  # the old gang is still going away
+    gate = sync_gang(
+        draft, facts, children.podgroup, (), observed.priority_values, settings, readmitting=True
+    )
+    if gate.timed_out is not None:
+        fail_and_tear_down(draft, facts, gate.timed_out, children, event_type=WARNING)
+        return False
+    if gate.hold_back:
+        _say_why_waiting(draft, facts, observed, (), settings)
+        return False
+    draft.status.pop("gangRestart", None)
+    return True
 
 
 def _say_why_waiting(
@@ -277,6 +330,10 @@ def _reconcile_pods(draft: Draft, facts: JobFacts, analysis: ReplicaAnalysis, se
         _count_recreation(draft, analysis.rtype)
     for pod in analysis.scale_down:
         draft.act(DeletePod(Meta(pod).name, Meta(pod).uid))
+    why = {disruption.pod: disruption for disruption in analysis.disruptions}
+    for pod in analysis.disrupted:
+        draft.act(DeletePod(Meta(pod).name, Meta(pod).uid))
+        draft.emit(WARNING, REASON_RESTARTING, replacing_message(facts, why[Meta(pod).name]))
     if not analysis.missing:
         return
     if template_restart_policy_overridden(analysis.replica):

@@ -12,6 +12,11 @@ For the single pod at an index:
   permanent failure that fails the job in the status decision;
 * no pod -> create one, if the index is in range.
 
+A disrupted pod (``tfjob.planner.disruption``: a True ``DisruptionTarget`` condition, or deleted
+by someone else) is neither active nor a failure, whatever its phase: it is listed in
+``disruptions``, and in ``disrupted`` when it still has to be deleted; its index is recreated
+once it is gone, and nothing counts toward backoffLimit.
+
 Counting for ``replicaStatuses``: Running without deletionTimestamp -> active; Succeeded ->
 succeeded; Failed -> failed (a pod being deleted for a restart still shows as failed until it is
 gone); Pending, Unknown and terminating Running pods -> nothing.
@@ -26,6 +31,7 @@ from kubeobjects.meta import Body, Meta
 from kubeobjects.pods import PodPhase
 from tfjob.constants import RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_NEVER, RESTART_ON_FAILURE
 from tfjob.facts import ReplicaFacts
+from tfjob.planner.disruption import Disruption, disruption_of
 from tfjob.planner.exitcodes import effective_exit_code, is_retryable_exit_code
 from tfjob.planner.observed import (
     ReplicaSlices,
@@ -69,6 +75,8 @@ class ReplicaAnalysis:
     counts: ReplicaCounts
     running_restarts: int  # in-place restarts of Running pods, for backoffLimit
     active_pods: tuple[Body, ...]
+    disruptions: tuple[Disruption, ...] = ()  # in-range pods ending by a disruption
+    disrupted: tuple[Body, ...] = ()  # those of them not yet being deleted
 
     @property
     def rtype(self) -> str:
@@ -97,6 +105,8 @@ def analyse_replica(replica: ReplicaFacts, slices: ReplicaSlices) -> ReplicaAnal
     active_pods: list[Body] = []
     terminating_failed = 0
     active = succeeded = failed = running_restarts = 0
+    disruptions: list[Disruption] = []
+    disrupted: list[Body] = []
     for index in slices.duplicated_indices():
         logger.warning("too many pods for %s index %d; leaving them alone", replica.rtype, index)
     for index in range(slices.size):
@@ -110,6 +120,16 @@ def analyse_replica(replica: ReplicaFacts, slices: ReplicaSlices) -> ReplicaAnal
         pod = found[0]
         phase = pod_phase(pod)
         terminating = Meta(pod).deleting
+        disruption = (
+            disruption_of(pod, replica, restarts_failed_pod(replica.restart_policy, pod))
+            if index < replica.replicas
+            else None
+        )
+        if disruption is not None:
+            disruptions.append(disruption)
+            if not terminating:
+                disrupted.append(pod)
+            continue
         if phase == PodPhase.RUNNING and not terminating:
             active += 1
             if replica.restart_policy != RESTART_NEVER:
@@ -145,4 +165,6 @@ def analyse_replica(replica: ReplicaFacts, slices: ReplicaSlices) -> ReplicaAnal
         counts=ReplicaCounts(active, succeeded, failed),
         running_restarts=running_restarts,
         active_pods=tuple(active_pods),
+        disruptions=tuple(disruptions),
+        disrupted=tuple(disrupted),
     )

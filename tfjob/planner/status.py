@@ -41,6 +41,7 @@ from tfjob.constants import (
     WORKER,
 )
 from tfjob.facts import JobFacts
+from tfjob.planner.disruption import Disruption
 from tfjob.planner.exitcodes import tensorflow_exit_code
 from tfjob.planner.observed import ReplicaSlices, pod_phase
 from tfjob.planner.replicas import ReplicaAnalysis
@@ -68,6 +69,16 @@ def restarting_verdict(facts: JobFacts, rtype: str) -> Verdict:
         COND_RESTARTING,
         REASON_RESTARTING,
         f"job {facts.name} is restarting because {rtype} replica(s) failed.",
+    )
+
+
+def gang_restart_verdict(facts: JobFacts, disruption: Disruption) -> Verdict:
+    detail = f": {disruption.message}" if disruption.message else ""
+    return Verdict(
+        COND_RESTARTING,
+        disruption.reason,
+        f"TFJob {facts.qualified_name} is restarting as a gang because pod {disruption.pod} "
+        f"was disrupted ({disruption.reason}){detail}",
     )
 
 

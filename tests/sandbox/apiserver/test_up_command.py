@@ -28,6 +28,7 @@ def test_up_api_only_serves_until_sigterm(tmp_path: Path) -> None:
         kubectl = Kubectl(str(kubeconfig), str(tmp_path / "cache"))
         crds = kubectl.run("get", "crd", "-o", "name").stdout.split()
         assert crds == [
+            "customresourcedefinition.apiextensions.k8s.io/hypernodes.topology.volcano.sh",
             "customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.volcano.sh",
             "customresourcedefinition.apiextensions.k8s.io/queues.scheduling.volcano.sh",
             "customresourcedefinition.apiextensions.k8s.io/tfjobs.kubeflow.org",

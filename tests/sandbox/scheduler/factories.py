@@ -30,6 +30,8 @@ def pod(
     scheduler: str = "volcano",
     created: str = "2026-01-01T00:00:00Z",
     limits_only: bool = True,
+    role: str | None = None,
+    priority: int | None = None,
 ) -> dict[str, Any]:
     resources = (
         {"limits": {"cpu": cpu, "memory": memory}}
@@ -42,13 +44,18 @@ def pod(
     }
     if node_name:
         spec["nodeName"] = node_name
+    if priority is not None:
+        spec["priority"] = priority
+    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
+    if role is not None:
+        annotations["volcano.sh/task-spec"] = role
     return {
         "metadata": {
             "name": name,
             "namespace": "default",
             "uid": f"uid-{name}",
             "creationTimestamp": created,
-            "annotations": {"scheduling.k8s.io/group-name": group} if group else {},
+            "annotations": annotations,
         },
         "spec": spec,
         "status": {"phase": phase},
@@ -64,8 +71,14 @@ def podgroup(
     queue: str = "default",
     created: str = "2026-01-01T00:00:00Z",
     conditions: list[dict[str, Any]] | None = None,
+    min_task_member: dict[str, int] | None = None,
+    network_topology: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
+    if network_topology is not None:
+        spec["networkTopology"] = network_topology
+    if min_task_member is not None:
+        spec["minTaskMember"] = min_task_member
     if min_resources is not None:
         spec["minResources"] = min_resources
     status: dict[str, Any] = {"phase": phase} if phase else {}
@@ -85,3 +98,11 @@ def queue(
     if capability:
         spec["capability"] = capability
     return {"metadata": {"name": name}, "spec": spec, "status": {"state": state}}
+
+
+def hypernode(
+    name: str, tier: int, *, nodes: tuple[str, ...] = (), children: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": c}}} for c in children]
+    return {"metadata": {"name": name}, "spec": {"tier": tier, "members": members}}

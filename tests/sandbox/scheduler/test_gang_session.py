@@ -7,15 +7,21 @@ from typing import Any
 from sandbox.scheduler.session import run_session
 from sandbox.scheduler.snapshot import build_snapshot
 
-from .factories import node, pod, podgroup, queue
+from .factories import hypernode, node, pod, podgroup, queue
 
 NOW = "2026-01-01T00:00:10Z"
 
 
 def session(
-    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], groups: list[dict[str, Any]], queues=None
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    groups: list[dict[str, Any]],
+    queues=None,
+    hypernodes: list[dict[str, Any]] | None = None,
 ):
-    snapshot = build_snapshot(nodes, pods, groups, queues if queues is not None else [queue()])
+    snapshot = build_snapshot(
+        nodes, pods, groups, queues if queues is not None else [queue()], hypernodes or []
+    )
     return run_session(snapshot, NOW, "session-1")
 
 
@@ -234,3 +240,186 @@ def test_higher_priority_gangs_are_served_first() -> None:
     result = session([node("las1")], [pod("low-0", group="low", cpu="6"), urgent], [low, high])
 
     assert [b.name for b in result.binds] == ["high-0"]
+
+
+# --- minTaskMember (per-role gangs) --------------------------------------------------------------
+
+
+def _ps_and_workers(ps_cpu: str) -> list[dict[str, Any]]:
+    return [
+        pod("tj-ps-0", group="tj", role="ps", cpu=ps_cpu),
+        *(pod(f"tj-worker-{i}", group="tj", role="worker", cpu="1") for i in range(3)),
+    ]
+
+
+def test_without_min_task_member_a_gang_below_its_total_starts_without_its_ps() -> None:
+    # What Volcano does for training-operator's PodGroups: minMember 2 is met by two workers.
+    group = podgroup("tj", 2, phase="Inqueue")
+    result = session([node("a", cpu="2"), node("b", cpu="2")], _ps_and_workers("3"), [group])
+
+    assert sorted(b.name for b in result.binds) == ["tj-worker-0", "tj-worker-1", "tj-worker-2"]
+
+
+def test_min_task_member_holds_the_gang_until_its_ps_fits_and_says_not_enough_pods_of_task() -> None:
+    group = podgroup("tj", 2, phase="Inqueue", min_task_member={"ps": 1, "worker": 1})
+    result = session([node("a", cpu="2"), node("b", cpu="2")], _ps_and_workers("3"), [group])
+
+    assert result.binds == ()
+    (write,) = result.podgroup_writes
+    (condition,) = write.status["conditions"]
+    assert condition["type"] == "Unschedulable"
+    assert condition["reason"] == "NotEnoughPodsOfTask"
+    assert "Origin reason is tj-ps-0: 0/2 nodes are unavailable: 2 Insufficient cpu." in condition["message"]
+    assert condition["message"].endswith("task ps: 0/1 of minTaskMember")
+
+
+def test_min_task_member_binds_once_the_ps_fits() -> None:
+    group = podgroup("tj", 2, phase="Inqueue", min_task_member={"ps": 1, "worker": 1})
+    result = session([node("a", cpu="4"), node("b", cpu="2")], _ps_and_workers("3"), [group])
+
+    assert "tj-ps-0" in {b.name for b in result.binds}
+    assert result.podgroup_writes[0].status["phase"] == "Running"
+
+
+def test_a_role_with_fewer_pods_than_its_minimum_is_not_enough_pods_of_task() -> None:
+    group = podgroup("tj", 2, phase="Inqueue", min_task_member={"ps": 1, "worker": 1})
+    workers = [pod(f"tj-worker-{i}", group="tj", role="worker") for i in range(2)]
+    result = session([node("a")], workers, [group])
+
+    assert result.binds == ()
+    (condition,) = result.podgroup_writes[0].status["conditions"]
+    assert condition["reason"] == "NotEnoughPodsOfTask"
+    assert condition["message"].endswith("task ps: 0/1 of minTaskMember")
+
+
+def test_min_task_member_beyond_min_member_is_ignored_as_volcano_does() -> None:
+    group = podgroup("tj", 1, phase="Inqueue", min_task_member={"ps": 1, "worker": 1})
+    workers = [pod("tj-worker-0", group="tj", role="worker")]
+    result = session([node("a")], workers, [group])
+
+    assert [b.name for b in result.binds] == ["tj-worker-0"]
+
+
+# --- gangpreempt --------------------------------------------------------------------------------
+
+
+def _running_gang(group: str, count: int, cpu: str, priority: int = 0) -> list[dict[str, Any]]:
+    return [
+        pod(f"{group}-{i}", group=group, cpu=cpu, node_name="a", phase="Running", priority=priority)
+        for i in range(count)
+    ]
+
+
+def test_a_higher_priority_gang_evicts_a_whole_lower_priority_gang_as_volcano_s_evictor_does() -> None:
+    low = podgroup("low", 2, phase="Running", queue="default")
+    high = podgroup("high", 1, phase="Inqueue", queue="default")
+    pods = [*_running_gang("low", 2, "3"), pod("high-0", group="high", cpu="4", priority=1000)]
+    result = session([node("a", cpu="8")], pods, [low, high])
+
+    assert result.binds == ()  # the preemptor waits for its victims to be gone
+    assert sorted((e.name, e.reason, e.message) for e in result.evictions) == [
+        ("low-0", "PreemptionByScheduler", "volcano: preempting to accommodate a higher priority pod"),
+        ("low-1", "PreemptionByScheduler", "volcano: preempting to accommodate a higher priority pod"),
+    ]
+
+
+def test_a_preemption_in_flight_is_not_repeated() -> None:
+    low = podgroup("low", 2, phase="Running")
+    other = podgroup("other", 1, phase="Running", created="2026-01-01T00:00:05Z")
+    releasing = _running_gang("low", 2, "3")
+    for found in releasing:
+        found["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:09Z"
+    pods = [
+        *releasing,
+        pod("other-0", group="other", cpu="1", node_name="a", phase="Running"),
+        pod("high-0", group="high", cpu="4", priority=1000),
+    ]
+    result = session([node("a", cpu="8")], pods, [low, other, podgroup("high", 1, phase="Inqueue")])
+
+    assert result.evictions == ()
+
+
+def test_no_gang_of_equal_or_higher_priority_is_preempted() -> None:
+    low = podgroup("peer", 2, phase="Running")
+    high = pod("high-0", group="high", cpu="4", priority=1000)
+    pods = [*_running_gang("peer", 2, "3", priority=1000), high]
+    result = session([node("a", cpu="8")], pods, [low, podgroup("high", 1, phase="Inqueue")])
+
+    assert result.evictions == ()
+
+
+def test_the_fewest_lowest_priority_newest_gangs_are_chosen() -> None:
+    older_at, newer_at = "2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z"
+    older = podgroup("older", 1, phase="Running", created=older_at)
+    newer = podgroup("newer", 1, phase="Running", created=newer_at)
+    pods = [
+        pod("older-0", group="older", cpu="3", node_name="a", phase="Running", created=older_at),
+        pod("newer-0", group="newer", cpu="3", node_name="a", phase="Running", created=newer_at),
+        pod("high-0", group="high", cpu="4", priority=1000),
+    ]
+    result = session([node("a", cpu="8")], pods, [older, newer, podgroup("high", 1, phase="Inqueue")])
+
+    assert [e.name for e in result.evictions] == ["newer-0"]
+
+
+# --- network topology (HyperNodes) -----------------------------------------------------------------
+
+SWITCHES = [
+    hypernode("s1", 1, nodes=("a",)),
+    hypernode("s2", 1, nodes=("b", "c")),
+    hypernode("spine", 2, children=("s1", "s2")),
+]
+NODES_ABC = [node("a", cpu="4"), node("b", cpu="2"), node("c", cpu="2")]
+
+
+def _topology_gang(mode: str, tier: int, count: int = 2, cpu: str = "2") -> tuple[list, list]:  # type: ignore[type-arg]
+    group = podgroup(
+        "tj", count, phase="Inqueue", network_topology={"mode": mode, "highestTierAllowed": tier}
+    )
+    return [group], gang_pods("tj", count, cpu=cpu)
+
+
+def test_hypernode_members_resolve_through_lower_tiers() -> None:
+    snapshot = build_snapshot(NODES_ABC, [], [], [queue()], SWITCHES)
+    assert [(h.name, h.tier, sorted(h.nodes)) for h in snapshot.hypernodes] == [
+        ("s1", 1, ["a"]),
+        ("s2", 1, ["b", "c"]),
+        ("spine", 2, ["a", "b", "c"]),
+    ]
+
+
+def test_a_hard_gang_is_placed_inside_one_hypernode_of_the_allowed_tier() -> None:
+    groups, pods = _topology_gang("hard", 1, count=3, cpu="1")
+    result = session(NODES_ABC, pods, groups, hypernodes=SWITCHES)
+    nodes = {b.node for b in result.binds}
+    assert len(result.binds) == 3 and (nodes <= {"a"} or nodes <= {"b", "c"})
+
+
+def test_a_hard_gang_that_fits_no_hypernode_of_its_tier_waits_and_says_why() -> None:
+    groups, pods = _topology_gang("hard", 1, count=3, cpu="2")  # 6 cpu: s1 has 4, s2 has 4
+    result = session(NODES_ABC, pods, groups, hypernodes=SWITCHES)
+    assert result.binds == ()
+    (condition,) = result.podgroup_writes[0].status["conditions"]
+    assert condition["reason"] == "NotEnoughResources"
+    assert "In hyperNode s1: 0/1 nodes are unavailable: 1 Insufficient cpu." in condition["message"]
+    assert condition["message"].endswith("network topology hard: the gang fits in no HyperNode of tier <= 1")
+
+
+def test_a_higher_tier_lets_the_same_gang_span_switches() -> None:
+    groups, pods = _topology_gang("hard", 2, count=3, cpu="2")
+    result = session(NODES_ABC, pods, groups, hypernodes=SWITCHES)
+    assert len(result.binds) == 3
+
+
+def test_a_hard_gang_without_any_hypernode_waits() -> None:
+    groups, pods = _topology_gang("hard", 1)
+    result = session(NODES_ABC, pods, groups)
+    assert result.binds == ()
+    (condition,) = result.podgroup_writes[0].status["conditions"]
+    assert condition["message"].endswith("network topology hard: no HyperNode of tier <= 1")
+
+
+def test_a_soft_gang_falls_back_to_any_nodes() -> None:
+    groups, pods = _topology_gang("soft", 1, count=3, cpu="2")
+    result = session(NODES_ABC, pods, groups, hypernodes=SWITCHES)
+    assert len(result.binds) == 3

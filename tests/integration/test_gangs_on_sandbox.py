@@ -1,0 +1,157 @@
+"""Per-role gangs and network topology, run with the sandbox's real gang scheduler on both API servers.
+
+``schedulingPolicy.minAvailable`` below the total lets Volcano start a gang of workers without its
+parameter server (training-operator sets ``minMember`` only); tfgang's PodGroup carries
+``minTaskMember``, so the gang waits, says why (``NotEnoughPodsOfTask``), and starts once the PS fits.
+A job annotated ``tfgang.io/network-topology`` gets the PodGroup's ``networkTopology``: in hard mode
+it waits, saying so, until one HyperNode of the allowed tier has room, and runs inside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from kube.errors import NotFound
+from kube.patches import PatchType
+from kube.resources import NODES
+from sandbox.scheduler.runner import HYPERNODES
+
+from .cluster import Cluster, condition, eventually, simple_job
+from .gang import gang_scheduler, node
+from .leftovers import remove_jobs_and_gangs
+from .operator import controller_config, running_controller
+
+GRACE = 1.0  # the controller reports a reason once it has held this long
+PS_HOST_LABEL = "tfgang.test/ps-host"
+
+
+@pytest.fixture(autouse=True)
+async def _nothing_held_afterwards(cluster: Cluster) -> AsyncIterator[None]:
+    yield
+    await remove_jobs_and_gangs(cluster)
+
+
+def _bound(pods: dict[str, dict[str, Any]]) -> list[str]:
+    return sorted(name for name, pod in pods.items() if (pod.get("spec") or {}).get("nodeName"))
+
+
+async def test_a_job_with_min_available_below_its_total_waits_until_its_ps_fits(
+    cluster: Cluster, apiserver: Any, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    host = f"gangs-{uuid.uuid4().hex[:6]}"
+    job = simple_job("pergang", ns, workers=2, ps=1, run_policy={"schedulingPolicy": {"minAvailable": 2}})
+    # The PS fits only on a node labelled for it, and there is none yet; the workers fit anywhere.
+    ps_host = f"{host}-{ns}"
+    job["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["nodeSelector"] = {PS_HOST_LABEL: ps_host}
+    config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
+    async with (
+        gang_scheduler(str(apiserver.kubeconfig), [node(host)]) as admin,
+        running_controller(controller_kubeconfig, config),
+    ):
+        await cluster.create_job(job)
+
+        async def podgroup_with_roles() -> dict[str, Any] | None:
+            found = await cluster.podgroup("pergang")
+            return found if found and (found.get("spec") or {}).get("minTaskMember") else None
+
+        podgroup = await eventually(podgroup_with_roles, 30, what="the PodGroup with minTaskMember")
+        assert podgroup["spec"]["minMember"] == 2
+        assert podgroup["spec"]["minTaskMember"] == {"ps": 1, "worker": 1}
+
+        async def says_why() -> str | None:
+            message = str((condition(await cluster.job("pergang"), "Created") or {}).get("message") or "")
+            return message if "NotEnoughPodsOfTask" in message else None
+
+        message = await eventually(says_why, 60, what="the Created condition naming NotEnoughPodsOfTask")
+        assert "PodGroup pergang is Inqueue (NotEnoughPodsOfTask)" in message
+        assert "task ps: 0/1 of minTaskMember" in message
+        pods = await cluster.pods("pergang")
+        assert sorted(pods) == ["pergang-ps-0", "pergang-worker-0", "pergang-worker-1"]
+        # Two workers would make minMember, and they fit: without minTaskMember they would be bound.
+        await asyncio.sleep(2)
+        assert _bound(await cluster.pods("pergang")) == []
+
+        await admin.patch(
+            NODES, host, {"metadata": {"labels": {PS_HOST_LABEL: ps_host}}}, patch_type=PatchType.MERGE
+        )
+
+        async def all_bound() -> list[str] | None:
+            bound = _bound(await cluster.pods("pergang"))
+            return bound if len(bound) == 3 else None
+
+        assert await eventually(all_bound, 60, what="the whole gang bound once its PS fits") == [
+            "pergang-ps-0",
+            "pergang-worker-0",
+            "pergang-worker-1",
+        ]
+
+
+def _hypernode(name: str, tier: int, nodes: list[str]) -> dict[str, Any]:
+    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    return {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {"tier": tier, "members": members},
+    }
+
+
+async def test_a_hard_topology_job_waits_with_the_topology_reason_then_runs_inside_one_hypernode(
+    cluster: Cluster, apiserver: Any, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    suffix = uuid.uuid4().hex[:6]
+    hosts = [f"topo-{suffix}-{i}" for i in range(3)]
+    switches = [f"switch-{suffix}-{i}" for i in range(3)]
+    job = simple_job("placed", ns, workers=2)
+    job["metadata"]["annotations"] = {
+        "tfgang.io/network-topology": '{"mode": "hard", "highestTierAllowed": 1}'
+    }
+    for spec in job["spec"]["tfReplicaSpecs"].values():  # two of them never fit one node
+        spec["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "600", "memory": "10Mi"}}
+    config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
+    async with (
+        gang_scheduler(str(apiserver.kubeconfig), [node(host) for host in hosts]) as admin,
+        running_controller(controller_kubeconfig, config),
+    ):
+        for switch, host in zip(switches, hosts, strict=True):
+            await admin.create(HYPERNODES, _hypernode(switch, 1, [host]))
+        try:
+            await cluster.create_job(job)
+            podgroup = await eventually(lambda: cluster.podgroup("placed"), 30, what="the PodGroup")
+            assert podgroup["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 1}
+
+            async def says_why() -> str | None:
+                message = str((condition(await cluster.job("placed"), "Created") or {}).get("message") or "")
+                return message if "network topology" in message else None
+
+            message = await eventually(says_why, 60, what="the Created condition naming the topology")
+            assert "PodGroup placed is Inqueue (NotEnoughResources)" in message
+            assert message.endswith("network topology hard: the gang fits in no HyperNode of tier <= 1")
+            assert _bound(await cluster.pods("placed")) == []
+
+            # The first switch gets a second node: the gang fits there, and only there.
+            await admin.patch(
+                HYPERNODES,
+                switches[0],
+                {"spec": {"members": _hypernode(switches[0], 1, [hosts[0], hosts[2]])["spec"]["members"]}},
+                patch_type=PatchType.MERGE,
+            )
+
+            async def all_bound() -> dict[str, dict[str, Any]] | None:
+                pods = await cluster.pods("placed")
+                return pods if len(_bound(pods)) == 2 else None
+
+            pods = await eventually(all_bound, 60, what="the gang bound inside one HyperNode")
+            assert sorted(pod["spec"]["nodeName"] for pod in pods.values()) == sorted([hosts[0], hosts[2]])
+        finally:
+            for switch in switches:
+                with contextlib.suppress(NotFound):
+                    await admin.delete(HYPERNODES, switch)
