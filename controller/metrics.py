@@ -20,7 +20,7 @@ from kubeobjects.times import parse_time
 from tfjob.constants import COND_CREATED, CONTROLLER_NAME, FRAMEWORK
 from tfjob.planner import COUNTER_FAILED_PODS, last_condition_type
 
-# The planner's counter names -> upstream's job counters (reference §7.1).
+# The planner's counter names -> upstream's job counters (upstream v1.9).
 JOB_COUNTERS = {
     "jobs_created": ("training_operator_jobs_created_total", "Number of TFJobs created"),
     "jobs_deleted": ("training_operator_jobs_deleted_total", "Number of TFJobs deleted by their TTL"),

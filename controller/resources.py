@@ -24,11 +24,11 @@ SCHEDULER_PLUGINS_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgr
 
 
 def podgroup_resource(settings: Settings) -> Resource:
-    """Volcano's PodGroup (``scheduling.volcano.sh/v1beta1``) or scheduler-plugins' (reference §6.1)."""
+    """Volcano's PodGroup (``scheduling.volcano.sh/v1beta1``) or scheduler-plugins' (upstream v1.9)."""
     return PODGROUPS_V1BETA1 if settings.volcano else SCHEDULER_PLUGINS_PODGROUPS
 
 
-# The selector for the pods and services the controller makes (reference §3.1 step 5.2).
+# The selector for the pods and services the controller makes (upstream v1.9).
 CHILD_LABEL_SELECTOR = f"{LABEL_OPERATOR_NAME}={CONTROLLER_NAME}"
 
 
@@ -57,7 +57,7 @@ PODGROUP_EVENT_SELECTOR = "involvedObject.kind=PodGroup,reason=Unschedulable"
 
 
 def job_key_of_podgroup_event(event: Mapping[str, Any]) -> str | None:
-    """The job a PodGroup event concerns: PodGroups are named after their job (reference §6.2)."""
+    """The job a PodGroup event concerns: PodGroups are named after their job (upstream v1.9)."""
     involved = event.get("involvedObject")
     if not isinstance(involved, Mapping):
         return None

@@ -29,11 +29,11 @@ WORKER: Final = "Worker"
 CHIEF: Final = "Chief"
 MASTER: Final = "Master"
 EVALUATOR: Final = "Evaluator"
-# The order defaulting normalises keys in (reference §1.4 step 3).
+# The order defaulting normalises keys in (upstream v1.9).
 NORMALISE_ORDER: Final = (PS, WORKER, CHIEF, MASTER, EVALUATOR)
-# The order the status decision walks the types in (reference §5.3 step 4).
+# The order the status decision walks the types in (upstream v1.9).
 STATUS_ORDER: Final = (CHIEF, EVALUATOR, MASTER, PS, WORKER)
-# The tie-break order for PodGroup minResources (design D11).
+# The tie-break order for PodGroup minResources (D11).
 MIN_RESOURCES_ORDER: Final = (CHIEF, MASTER, PS, WORKER, EVALUATOR)
 KNOWN_TYPES: Final = frozenset(NORMALISE_ORDER)
 
@@ -93,7 +93,7 @@ PODGROUP_API_VERSION: Final = f"{PODGROUP_GROUP}/{PODGROUP_VERSION}"
 PODGROUP_KIND: Final = "PodGroup"
 PODGROUP_PLURAL: Final = "podgroups"
 DEFAULT_QUEUE: Final = "default"
-# Its phases, and those in which pods may be created (reference §6.3), are kubeobjects.volcano's.
+# Its phases, and those in which pods may be created (upstream v1.9), are kubeobjects.volcano's.
 
 # --- conditions ----------------------------------------------------------------------------------
 COND_CREATED: Final = "Created"
@@ -116,7 +116,7 @@ REASON_SCHEDULE_TIMEOUT: Final = "TFJobScheduleTimeout"
 # deleted (the Created condition's reason and a Warning event; controller.admission).
 REASON_ADMISSION_WEBHOOK_MISSING: Final = "AdmissionWebhookMissing"
 
-# --- event reasons (reference §7.2) --------------------------------------------------------------
+# --- event reasons (upstream v1.9) --------------------------------------------------------------
 EVENT_SUCCESSFUL_CREATE_POD: Final = "SuccessfulCreatePod"
 EVENT_FAILED_CREATE_POD: Final = "FailedCreatePod"
 EVENT_SUCCESSFUL_DELETE_POD: Final = "SuccessfulDeletePod"
@@ -136,5 +136,5 @@ EVENT_SET_POD_TEMPLATE_SCHEDULER_NAME: Final = "SetPodTemplateSchedulerName"
 # tfgang's: why a job has not started (Volcano's vcjob reports a waiting gang as PodGroupPending).
 EVENT_PODGROUP_PENDING: Final = "PodGroupPending"
 
-# The ExitCode policy's sentinel for "the tensorflow container never terminated" (reference §5.5).
+# The ExitCode policy's sentinel for "the tensorflow container never terminated" (upstream v1.9).
 EXIT_CODE_UNKNOWN: Final = 0xBEEF

@@ -1,6 +1,6 @@
-"""TFJob defaulting (reference §1.4): what the controller assumes for every field left out.
+"""TFJob defaulting (upstream v1.9): what the controller assumes for every field left out.
 
-Defaults are applied to a copy in memory, never written back (design D8), so every reader of a
+Defaults are applied to a copy in memory, never written back (D8), so every reader of a
 job calls ``with_defaults`` itself. The input may be any shape the API server stored, including
 ``null`` fields; nothing here raises on a missing or mistyped field.
 """

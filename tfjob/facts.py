@@ -71,7 +71,7 @@ class ReplicaFacts:
 
 @dataclass(frozen=True)
 class JobFacts:
-    job: TFJob  # the defaulted job (with_defaults applied once, in memory: design D8)
+    job: TFJob  # the defaulted job (with_defaults applied once, in memory: D8)
     name: str
     namespace: str
     uid: str
@@ -110,7 +110,7 @@ class JobFacts:
 
     @property
     def managed_here(self) -> bool:
-        """Whether tfgang runs the job (reference §1.2, §3.1): managedBy unset, empty or
+        """Whether tfgang runs the job (upstream v1.9): managedBy unset, empty or
         ``kubeflow.org/training-operator``, the value training-operator's jobs carry, so tfgang
         takes over the jobs the operator ran. Any other value (Kueue's
         ``kueue.x-k8s.io/multikueue``) names another manager: the controller plans nothing for the
@@ -131,7 +131,7 @@ class JobFacts:
 
     @property
     def distributed(self) -> bool:
-        """False only when the known replica types add up to exactly one replica (reference §4.1)."""
+        """False only when the known replica types add up to exactly one replica (upstream v1.9)."""
         return sum(r.replicas for r in self.replica_types if r.rtype in KNOWN_TYPES) != 1
 
     @property

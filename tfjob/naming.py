@@ -1,4 +1,4 @@
-"""Names, labels and owner references of a TFJob's pods and services (reference §3.2, §3.3).
+"""Names, labels and owner references of a TFJob's pods and services (upstream v1.9).
 
 These strings are how the controller finds its children again and how users' scripts select
 them, so they are upstream's exactly: ``<job>-<lower rtype>-<index>`` and the

@@ -1,4 +1,4 @@
-"""The PodGroup of a gang-scheduled job (reference §6.2, design D11 and D15).
+"""The PodGroup of a gang-scheduled job (upstream v1.9, D11 and D15).
 
 One PodGroup per job, named after it. ``minResources`` is what the scheduler must find free
 before it admits the gang: the requests of the first ``minMember`` pods, taken in a fixed order
@@ -31,7 +31,7 @@ from tfjob.facts import JobFacts, ReplicaFacts
 from tfjob.settings import Settings
 from tfjob.wire import JSONDict, PodGroup
 
-# scheduler-plugins' coscheduling PodGroup (reference §6.2); not in tfjob.constants.
+# scheduler-plugins' coscheduling PodGroup (upstream v1.9); not in tfjob.constants.
 SCHEDULER_PLUGINS_PODGROUP_API_VERSION: Final = "scheduling.x-k8s.io/v1alpha1"
 
 
@@ -116,7 +116,7 @@ def _priority(replica: ReplicaFacts, priority_values: Mapping[str, int]) -> int:
 
 
 def desired_podgroup(facts: JobFacts, priority_values: Mapping[str, int], settings: Settings) -> PodGroup:
-    """The PodGroup the job needs: Volcano v1beta1, or scheduler-plugins v1alpha1 (reference §6.2)."""
+    """The PodGroup the job needs: Volcano v1beta1, or scheduler-plugins v1alpha1 (upstream v1.9)."""
     if not settings.gang_enabled:
         raise ValueError("gang scheduling is off: a job has no PodGroup")
     members = min_member(facts)

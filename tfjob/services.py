@@ -1,4 +1,4 @@
-"""The headless Service of one replica (reference §3.5): how peers find each other by DNS."""
+"""The headless Service of one replica (upstream v1.9): how peers find each other by DNS."""
 
 from __future__ import annotations
 

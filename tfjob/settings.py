@@ -11,7 +11,7 @@ from tfjob.constants import VOLCANO_SCHEDULER_NAME
 @dataclass(frozen=True)
 class Settings:
     # "volcano" (any case) -> Volcano PodGroups; another non-empty name -> scheduler-plugins
-    # PodGroups with that scheduler name; "" -> gang scheduling off (reference §6.1).
+    # PodGroups with that scheduler name; "" -> gang scheduling off (upstream v1.9).
     gang_scheduler_name: str = VOLCANO_SCHEDULER_NAME
     # Appended after ".svc" in TF_CONFIG addresses when set (upstream's CUSTOM_CLUSTER_DOMAIN).
     cluster_domain: str = ""

@@ -1,4 +1,4 @@
-"""The ``TF_CONFIG`` environment variable, byte for byte as upstream writes it (reference §4).
+"""The ``TF_CONFIG`` environment variable, byte for byte as upstream v1.9 writes it.
 
 TensorFlow parses the JSON, but users and tests compare the string, so key order matters:
 ``cluster``, ``task``, ``environment`` at the top level, ``type`` before ``index`` in ``task``,

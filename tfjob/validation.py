@@ -1,4 +1,4 @@
-"""TFJob admission validation: upstream's rules (reference §2.1) plus design D12 and D16.
+"""TFJob admission validation: upstream v1.9's rules plus D12 and D16.
 
 Errors print exactly like apimachinery's ``field.Error`` and aggregate like ``ToAggregate``,
 because users and scripts match these strings. Validation runs on the raw, un-defaulted object,
@@ -73,7 +73,7 @@ def validate_update(old: TFJob, new: TFJob) -> list[FieldError]:
 def _validate(job: TFJob, immutable_errors: list[FieldError]) -> list[FieldError]:
     spec = mapping(job.get("spec"))
     run_policy = mapping(spec.get("runPolicy"))
-    # Upstream's order (reference §2.1): name, managedBy unchanged, managedBy value, replica specs.
+    # Upstream's order (upstream v1.9): name, managedBy unchanged, managedBy value, replica specs.
     errors = _name_errors(job)
     errors += immutable_errors
     errors += _managed_by_errors(run_policy)

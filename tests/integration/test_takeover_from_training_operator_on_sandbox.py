@@ -143,7 +143,7 @@ async def test_a_finished_training_operator_job_stays_finished_and_its_ttl_count
         job, _stamp(completed_at - timedelta(minutes=10)), _stamp(completed_at)
     )
     job = await _install(cluster, job, status)
-    # cleanPodPolicy None: the PS was left running and its Service stays (reference §5.8, D7).
+    # cleanPodPolicy None: the PS was left running and its Service stays (upstream v1.9, D7).
     ps = operator_v19.pods(job)[0]
     await cluster.api.create(PODS, ps, ns)
     await cluster.api.create(SERVICES, operator_v19.services(job)[0], ns)

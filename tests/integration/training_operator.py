@@ -68,7 +68,7 @@ def owner(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tf_config(name: str, namespace: str, rtype: str, index: int) -> str:
-    # Compact JSON, keys cluster/task/environment, cluster keys sorted (reference §4.2).
+    # Compact JSON, keys cluster/task/environment, cluster keys sorted (upstream v1.9).
     cluster = {
         "ps": [f"{name}-ps-0.{namespace}.svc:2222"],
         "worker": [f"{name}-worker-{i}.{namespace}.svc:2222" for i in range(2)],

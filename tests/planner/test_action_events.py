@@ -1,4 +1,4 @@
-"""Each action names the event the controller reports once it has carried it out (reference §7.2)."""
+"""Each action names the event the controller reports once it has carried it out (upstream v1.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The §5.1 condition update rules, one test per rule."""
+"""Upstream's condition update rules, one test per rule."""
 
 from __future__ import annotations
 

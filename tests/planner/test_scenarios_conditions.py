@@ -1,4 +1,4 @@
-"""Reference §10 scenarios 22-32: Running, success policies and replica failures."""
+"""Upstream's behaviour: Running, success policies and replica failures."""
 
 from __future__ import annotations
 

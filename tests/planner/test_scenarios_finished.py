@@ -1,4 +1,4 @@
-"""Reference §10 scenarios 43-48: finished jobs, TTL, terminal finality, suspend and resume."""
+"""Upstream's behaviour: finished jobs, TTL, terminal finality, suspend and resume."""
 
 from __future__ import annotations
 

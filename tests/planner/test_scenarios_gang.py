@@ -1,4 +1,4 @@
-"""Reference §10 scenarios 49-54 and design D14/D15: the PodGroup and the gang hold-back."""
+"""Upstream's behaviour and D14/D15: the PodGroup and the gang hold-back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reference §10 scenarios 11, 14, 17, 19-21: the pods and services a pass creates and deletes."""
+"""Upstream's behaviour: the pods and services a pass creates and deletes."""
 
 from __future__ import annotations
 

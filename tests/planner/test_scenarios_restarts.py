@@ -1,4 +1,4 @@
-"""Reference §10 scenarios 33-42: restarts, ExitCode, backoffLimit and activeDeadlineSeconds."""
+"""Upstream's behaviour: restarts, ExitCode, backoffLimit and activeDeadlineSeconds."""
 
 from __future__ import annotations
 

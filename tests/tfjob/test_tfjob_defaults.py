@@ -1,4 +1,4 @@
-"""Defaulting (reference §1.4): applied to a copy, in upstream's order, tolerant of any shape."""
+"""Defaulting (upstream v1.9): applied to a copy, in upstream's order, tolerant of any shape."""
 
 from __future__ import annotations
 

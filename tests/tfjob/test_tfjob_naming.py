@@ -1,4 +1,4 @@
-"""Names, labels, owner references and label parsing (reference §3.2, §3.3)."""
+"""Names, labels, owner references and label parsing (upstream v1.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The PodGroup of a gang-scheduled job (reference §6.2, D11, D15)."""
+"""The PodGroup of a gang-scheduled job (upstream v1.9, D11, D15)."""
 
 from __future__ import annotations
 

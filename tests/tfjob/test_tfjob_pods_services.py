@@ -1,4 +1,4 @@
-"""The desired pod and headless Service of one replica (reference §3.3 to §3.5)."""
+"""The desired pod and headless Service of one replica (upstream v1.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TF_CONFIG byte for byte as upstream writes it (reference §4)."""
+"""TF_CONFIG byte for byte as upstream v1.9 writes it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Admission validation: upstream's messages (reference §2.1) plus D12 and D16."""
+"""Admission validation: upstream v1.9's messages plus D12 and D16."""
 
 from __future__ import annotations
 

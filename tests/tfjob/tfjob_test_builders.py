@@ -1,4 +1,4 @@
-"""Small builders for TFJob test objects, following the reference §10 conventions.
+"""Small builders for TFJob test objects, following upstream's test conventions.
 
 Job ``tj`` in namespace ``ns``; every replica has a ``tensorflow`` container with an image.
 (This folder has no ``__init__.py`` on purpose: a package named ``tfjob`` under ``tests/`` would

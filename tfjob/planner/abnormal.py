@@ -1,4 +1,4 @@
-"""Warning events about active pods that are in trouble (reference §7.2, upstream's
+"""Warning events about active pods that are in trouble (upstream v1.9, upstream's
 ``RecordAbnormalPods``): a container terminated with a non-zero code (an in-place restart is
 coming), a container waiting with a message (``CrashLoopBackOff``, ``ImagePullBackOff``), or,
 before any container exists, the pod's latest condition that is not True (``Unschedulable``).

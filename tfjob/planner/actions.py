@@ -7,7 +7,7 @@ way without looking anything up. The planner emits the *decision* events (condit
 restarts, exit codes, template overrides); the events that depend on an API call's outcome
 (``SuccessfulCreatePod``, ``FailedDeletePodGroup``, ...) are described here, next to the action,
 through ``success_event`` / ``failure_event``, so the controller reports every action uniformly
-with upstream's reasons and messages (reference §3.4, §3.5, §5.8, §7.2).
+with upstream's reasons and messages (upstream v1.9).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Finishing a job and tearing down its children: the finished path (reference §5.8), suspend
-and resume (§5.9), and the failures that delete everything (design D3).
+"""Finishing a job and tearing down its children: the finished path (upstream v1.9), suspend
+and resume (upstream v1.9), and the failures that delete everything (D3).
 
 A finished job (Succeeded or Failed True) is final (D6): later passes only clean up its pods
 by ``cleanPodPolicy``, delete its PodGroup, fold ``active`` into ``succeeded`` after a success,

@@ -1,4 +1,4 @@
-"""Job conditions: the update rules of reference §5.1 as pure functions over condition lists.
+"""Job conditions: the update rules of upstream v1.9 as pure functions over condition lists.
 
 The list is history: a new condition is appended at the end (the ``State`` printer column shows
 the last entry), and the rules below keep it consistent:

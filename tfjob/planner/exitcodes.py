@@ -1,4 +1,4 @@
-"""The ExitCode restart policy's exit-code table (design D9, reference §5.5).
+"""The ExitCode restart policy's exit-code table (D9, upstream v1.9).
 
 The exit code of a Failed pod is the ``state.terminated.exitCode`` of its ``tensorflow``
 container. Then:

@@ -1,4 +1,4 @@
-"""Gang scheduling on a normal pass (reference §6 with design decisions D14 and D15).
+"""Gang scheduling on a normal pass (upstream v1.9 with decisions D14 and D15).
 
 The PodGroup is created before any pod. Under Volcano, pods and services are held back while
 the PodGroup is missing or its phase is ``""`` or ``Pending``, and created once Volcano admits

@@ -1,5 +1,5 @@
-"""The run limits that fail a job before its pods are reconciled: backoffLimit (reference §5.6 with
-design D2), activeDeadlineSeconds (§5.7 with D1).
+"""The run limits that fail a job before its pods are reconciled: backoffLimit (upstream v1.9 with
+D2), activeDeadlineSeconds (upstream v1.9 with D1).
 
 backoffLimit, D2. The restarts that count are
 

@@ -1,7 +1,7 @@
 """What the controller observed for one job, and how its pods and services are sorted by replica.
 
-Pods are sorted into slices by their ``replica-type`` and ``replica-index`` labels (reference
-§3.6). An index holding more than one pod is left alone: none of them is counted and nothing is
+Pods are sorted into slices by their ``replica-type`` and ``replica-index`` labels, as
+upstream v1.9 does. An index holding more than one pod is left alone: none of them is counted and nothing is
 created there, so the planner never makes a second pod for an index. Pods owned by another
 controller are ignored, as upstream's ownership filter does.
 """

@@ -1,5 +1,5 @@
-"""The reconcile planner: one pass from what was observed to what should be done (reference §3.1,
-§5, §6 with design decisions D1-D7, D10, D14, D15).
+"""The reconcile planner: one pass from what was observed to what should be done (upstream v1.9
+with decisions D1-D7, D10, D14, D15).
 
 ``plan`` is pure: the job, its pods, services and PodGroup, ``now`` and the settings go in; the
 complete new status, the actions in order, the events, the metric increments and the time of

@@ -1,5 +1,5 @@
-"""What each replica index needs, read from the observed pods of one replica type (reference §3.6,
-§5.2, §5.4, §5.5 with design decisions D2, D4, D5).
+"""What each replica index needs, read from the observed pods of one replica type (upstream v1.9
+with decisions D2, D4, D5).
 
 For the single pod at an index:
 

@@ -1,4 +1,4 @@
-"""The status decision of one normal pass (reference §5.3, with design decisions D5 and D6).
+"""The status decision of one normal pass (upstream v1.9, with decisions D5 and D6).
 
 The replica types are walked in the fixed order Chief, Evaluator, Master, PS, Worker. For each:
 

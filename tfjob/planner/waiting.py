@@ -189,7 +189,7 @@ def why_waiting(
 
 
 def created_message(job_name: str) -> str:
-    """Upstream's Created message, which scripts match (reference §5.10)."""
+    """Upstream's Created message, which scripts match (upstream v1.9)."""
     return f"TFJob {job_name} is created."
 
 
