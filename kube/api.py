@@ -113,6 +113,8 @@ Query = Sequence[tuple[str, str]]
 MAX_WATCH_LINE: Final = 16 * 2**20
 # The body of a watch refused with an error status: a Status object, a few hundred bytes.
 _MAX_REFUSAL: Final = 2**20
+# A unary request's time limit is asyncio's, around its credentials and its exchange both.
+_NO_SESSION_TIMEOUT: Final = aiohttp.ClientTimeout()
 # The largest answer read. A list page of 500 objects is a few MiB on kube-apiserver (pods with
 # managedFields are 5-10 KiB each); etcd keeps objects of up to 1.5 MiB, so a page of 500 large
 # ConfigMaps or Secrets could in principle be far bigger. 256 MiB holds 170 objects at etcd's limit
@@ -163,7 +165,6 @@ class KubeApi:
         self._limiter = TokenBucket(qps, burst)
         self._field_manager = field_manager
         self._request_timeout = request_timeout
-        self._timeout = aiohttp.ClientTimeout(total=request_timeout)
         self._on_request = on_request
         if user_agent:
             client.user_agent = user_agent
@@ -203,13 +204,15 @@ class KubeApi:
         client = self._client
         url = f"{client.host}{path}?{urlencode(query)}" if query else f"{client.host}{path}"
         try:
-            headers = await client.headers(accept, content_type)
-            async with client.session.request(
-                method, url, data=None if body is None else orjson.dumps(body), headers=headers,
-                timeout=self._timeout, **client.request_options,
-            ) as response:
-                status = response.status
-                data = await _read_bounded(response, MAX_BODY)
+            # Credentials renewed for this request (an exec plugin run) count in its time limit.
+            async with asyncio.timeout(self._request_timeout):
+                headers = await client.headers(accept, content_type)
+                async with client.session.request(
+                    method, url, data=None if body is None else orjson.dumps(body), headers=headers,
+                    timeout=_NO_SESSION_TIMEOUT, **client.request_options,
+                ) as response:
+                    status = response.status
+                    data = await _read_bounded(response, MAX_BODY)
         except _TRANSPORT_ERRORS as exc:
             raise from_connection_error(exc) from exc
         finally:
@@ -256,8 +259,8 @@ class KubeApi:
         url = f"{client.host}{path}?{urlencode(query)}" if query else f"{client.host}{path}"
         timeout = aiohttp.ClientTimeout(sock_connect=self._request_timeout, sock_read=idle_timeout)
         try:
-            headers = await client.headers(accept)
             async with asyncio.timeout(self._request_timeout):
+                headers = await client.headers(accept)
                 response = await client.session.get(
                     url, headers=headers, timeout=timeout, **client.request_options
                 )

@@ -46,7 +46,10 @@ What the library does and what is added here:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import datetime
 import logging
+import math
 import os
 import time
 from typing import Any, Final
@@ -73,6 +76,10 @@ READ_BUFFER: Final = 2**21
 MAX_CONNECTIONS: Final = 100
 # How often a kubeconfig's token file (and whatever else it names) is read again: client-go's period.
 RELOAD_PERIOD: Final = 60.0
+# The library renews an exec plugin's token this long before it expires (its EXPIRY_SKEW_PREVENTION_DELAY).
+EXPIRY_MARGIN: Final = 300.0
+# How long closing a client waits for a credential plugin still running.
+RENEWAL_GRACE: Final = 10.0
 # Loading a kubeconfig can fail in these ways beyond the library's own ConfigException.
 _LOAD_ERRORS = (ConfigException, OSError, ValueError, KeyError, TypeError, AttributeError, AssertionError)
 
@@ -84,43 +91,67 @@ class _KubeconfigCredentials:
     def __init__(self, path: str, context: str | None, loader: KubeConfigLoader) -> None:
         self._path = path
         self._context = context
-        self._loader = loader
-        self._expiring = hasattr(loader, "exec_plugin_expiry")
-        self._reload_at = time.monotonic() + RELOAD_PERIOD
         self._stale = False
-        self._lock = asyncio.Lock()
+        self._renewal: asyncio.Task[None] | None = None
+        self._loaded(loader)
+
+    def _loaded(self, loader: KubeConfigLoader) -> None:
+        self._loader = loader
+        expiry = getattr(loader, "exec_plugin_expiry", None)
+        if isinstance(expiry, datetime.datetime):
+            # An exec token that expires is renewed by the library itself, 5 minutes early.
+            self._reload_at = math.inf
+            self._renew_at = expiry.timestamp() - EXPIRY_MARGIN
+        else:
+            self._reload_at = time.monotonic() + RELOAD_PERIOD
+            self._renew_at = math.inf
 
     def rejected(self) -> None:
         self._stale = True
 
     async def __call__(self, configuration: Configuration) -> None:
-        due = self._stale or (not self._expiring and time.monotonic() >= self._reload_at)
-        if not due and not self._expiring:
+        if self._stale or time.monotonic() >= self._reload_at:
+            reload = True
+        elif time.time() >= self._renew_at:
+            reload = False
+        else:
             return
-        async with self._lock:  # one plugin run for all the requests that found the token stale
-            try:
-                if self._stale or (not self._expiring and time.monotonic() >= self._reload_at):
-                    await self._reload(configuration)
-                elif self._expiring:
-                    await self._loader.load_from_exec_plugin()
-                    configuration.api_key["BearerToken"] = self._loader.token
-            except _LOAD_ERRORS as exc:
-                # No HTTP answer was had; a later attempt may succeed (the plugin's backend may be back).
-                raise ConnectionFailed(
-                    0, "CredentialsUnavailable", f"cannot renew the credentials: {exc}"
-                ) from exc
+        # One renewal for all the requests that found the token stale; a request that gives up
+        # (its time limit) leaves the renewal to finish for the next ones.
+        if self._renewal is None or self._renewal.done():
+            self._renewal = asyncio.create_task(self._renew(configuration, reload=reload))
+        try:
+            await asyncio.shield(self._renewal)
+        except _LOAD_ERRORS as exc:
+            # No HTTP answer was had; a later attempt may succeed (the plugin's backend may be back).
+            raise ConnectionFailed(
+                0, "CredentialsUnavailable", f"cannot renew the credentials: {exc}"
+            ) from exc
 
-    async def _reload(self, configuration: Configuration) -> None:
-        fresh = Configuration()
-        self._loader = await kube_config.load_kube_config(
-            config_file=self._path, context=self._context, client_configuration=fresh, persist_config=False
-        )
-        self._expiring = hasattr(self._loader, "exec_plugin_expiry")
-        self._stale = False
-        self._reload_at = time.monotonic() + RELOAD_PERIOD
-        token = fresh.api_key.get("BearerToken")
+    async def _renew(self, configuration: Configuration, *, reload: bool) -> None:
+        if reload:
+            fresh = Configuration()
+            loader = await kube_config.load_kube_config(
+                config_file=self._path,
+                context=self._context,
+                client_configuration=fresh,
+                persist_config=False,
+            )
+            self._stale = False
+            token = fresh.api_key.get("BearerToken")
+        else:
+            loader = self._loader
+            await loader.load_from_exec_plugin()
+            token = loader.token
+        self._loaded(loader)
         if token is not None:
             configuration.api_key["BearerToken"] = _clean(token)
+
+    async def close(self) -> None:
+        """Let a plugin run still going finish, so no process is left behind."""
+        if self._renewal is not None and not self._renewal.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._renewal), RENEWAL_GRACE)
 
 
 def _clean(authorization: str) -> str:
@@ -176,6 +207,8 @@ class KubeClient:
             self._credentials.rejected()
 
     async def close(self) -> None:
+        if self._credentials is not None:
+            await self._credentials.close()
         await self.api_client.close()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+import time
 from pathlib import Path
 from typing import Any
 
@@ -330,6 +331,25 @@ async def test_an_exec_plugin_runs_again_after_a_401(sandbox_apiserver: Any, tmp
         assert _runs(tmp_path) == 2  # at the start and once after the 401; not per request
     finally:
         await client.close()
+
+
+async def test_an_exec_plugin_run_counts_in_the_requests_time_limit(
+    sandbox_apiserver: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "plugin-token").write_text(sandbox_apiserver.token)
+    path = kubeconfig_file(
+        tmp_path / "config", sandbox_apiserver.url, sandbox_apiserver.ca_pem, _exec_user(tmp_path, "")
+    )
+    api = KubeApi(await make_api_client(path), qps=0, request_timeout=1.0)
+    try:
+        api.client.rejected()  # the next request runs the plugin again
+        (tmp_path / "credential-plugin").write_text("#!/bin/sh\nsleep 3\n" + EXEC_PLUGIN.split("\n", 1)[1])
+        started = time.monotonic()
+        with pytest.raises(ConnectionFailed, match="TimeoutError"):
+            await api.list(NAMESPACES)
+        assert time.monotonic() - started < 2.0, "a 1 s request waited for the whole plugin run"
+    finally:
+        await api.close()
 
 
 async def test_a_failing_exec_plugin_is_a_clear_error(sandbox_apiserver: Any, tmp_path: Path) -> None:
