@@ -21,7 +21,8 @@ Public API:
     ``proxy-url``, else the environment's as kubectl reads it, ``kube.proxy``, decided once), its
     headers, the TLS server name.
   - ``async headers(accept, content_type=None) -> dict[str, str]`` -- with the ``ApiClient``'s
-    default headers and the configuration's current authorization (its refresh hook runs first).
+    default headers (its User-Agent; ``Accept-Encoding: identity``) and the configuration's
+    current authorization (its refresh hook runs first).
   - ``rejected()`` -- the server answered 401: the kubeconfig is loaded again before the next
     request (the exec plugin run again, the token file read again).
   - ``async close()``.
@@ -176,6 +177,10 @@ class KubeClient:
         if configuration.tls_server_name:
             options["server_hostname"] = configuration.tls_server_name
         self.request_options = options
+        # Answers uncompressed: kube-apiserver v1.20 gzips every answer a client accepts gzip for
+        # (later releases only those over 128 KiB), and on a cluster's network the compression
+        # costs both sides more CPU than the bytes it saves.
+        api_client.set_default_header("Accept-Encoding", "identity")
         rest = api_client.rest_client
         library_session: aiohttp.ClientSession = rest.pool_manager
         connector = library_session.connector

@@ -392,6 +392,7 @@ async def test_basic_auth_and_the_user_agent_are_sent(tmp_path: Path) -> None:
         assert await client.headers("application/json", "application/merge-patch+json") == {
             "Accept": "application/json",
             "User-Agent": "tfgang-test",
+            "Accept-Encoding": "identity",
             "Content-Type": "application/merge-patch+json",
             "authorization": "Basic " + base64.b64encode(b"ann:s:cret").decode(),
         }

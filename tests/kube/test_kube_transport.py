@@ -174,6 +174,7 @@ async def test_requests_reuse_one_kept_alive_connection_and_send_what_the_api_ne
     assert get.headers["authorization"] == "Bearer t0k3n"
     assert get.headers["user-agent"] == "tfgang-test/1"
     assert get.headers["accept"] == "application/json"
+    assert get.headers["accept-encoding"] == "identity"  # answers come uncompressed
     assert "content-length" not in get.headers and get.body == b""
     assert create.method == "POST" and create.headers["content-type"] == "application/json"
     assert orjson.loads(create.body) == {"metadata": {"name": "a"}, "data": {"k": "ü"}}
