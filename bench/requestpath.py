@@ -1,19 +1,23 @@
-"""The HTTP paths side by side, in one process: ``KubeApi``'s own client (``kube/http.py``) and
-aiohttp's ``ClientSession``, which it replaced, creating the same pods and reading the same watch.
+"""The request paths side by side, in one process: ``KubeApi`` and kubernetes_asyncio used bare
+(its generated ``CoreV1Api`` and ``Watch``), both on the same library's ``ApiClient`` and aiohttp
+session, creating the same pods and reading the same watch.
 
 Run: ``python bench/requestpath.py [--requests 2000] [--concurrency 8] [--rounds 3] [--events 4000]
 [--event-rate 2000]``. The servers run on threads of this process; the client's CPU is the main
 thread's (``time.thread_time``), so the servers' work is not counted. The rounds alternate the paths
 so that a change in the machine's load falls on all of them.
 
-- Creates, against the sandbox API server: the aiohttp path is the one ``KubeApi._request`` had
-  before (the connection's session, its headers, orjson in and out).
+- Creates, against the sandbox API server: ``KubeApi.create`` (orjson in and out, the session
+  and the configuration's auth settings) against ``CoreV1Api.create_namespaced_pod`` with
+  ``_preload_content=False`` and the answer decoded by orjson (the library's request path, no
+  model built).
 - Watch events: a TLS server streams ``--events`` pod events as kube-apiserver does (chunked, one
   chunk per event, each pod as kube-apiserver answers it, managedFields included, about 4 KiB),
   paced at ``--event-rate`` per second so that, as in a controller's burst, most reads bring one
-  event. Read three ways: aiohttp's ``readline`` through an async generator (how ``KubeApi.watch``
-  read before), ``KubeApi.watch`` (the generator on ``kube.http``) and ``KubeApi.watch_into`` (each
-  event handed on inside the read, what the reflectors use). Each event is decoded and counted.
+  event. Read three ways: the library's ``Watch().stream`` over ``CoreV1Api.list_namespaced_pod``
+  (each event a ``V1Pod`` model, as the library is used bare), ``KubeApi.watch`` (the generator)
+  and ``KubeApi.watch_into`` (each event handed on inside the read, what the reflectors use). Each
+  event is decoded and counted.
 
 Printed only; the figures go into docs/performance.md ("Controller: what was changed, measured") by
 hand.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import os
 import ssl
@@ -35,8 +40,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
+import yaml
+from kubernetes_asyncio.client import CoreV1Api
+from kubernetes_asyncio.watch import Watch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -46,9 +53,7 @@ from certs.files import write_cert_dir  # noqa: E402
 from certs.serving import issue_serving_certificate  # noqa: E402
 from kube import eventloop  # noqa: E402
 from kube.api import KubeApi, WatchEvent  # noqa: E402
-from kube.client import make_api_client  # noqa: E402
-from kube.connection import Connection  # noqa: E402
-from kube.kubeconfig import Endpoint  # noqa: E402
+from kube.client import KubeClient, make_api_client  # noqa: E402
 from kube.resources import NAMESPACES, PODS  # noqa: E402
 from sandbox.testing import start_apiserver  # noqa: E402
 
@@ -68,14 +73,12 @@ def _own(api: KubeApi) -> Callable[[dict[str, Any]], Awaitable[Any]]:
     return create
 
 
-def _aiohttp(client: Connection) -> Callable[[dict[str, Any]], Awaitable[Any]]:
-    timeout = aiohttp.ClientTimeout(total=30.0)
+def _library(client: KubeClient) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    core = CoreV1Api(client.api_client)
 
     async def create(body: dict[str, Any]) -> Any:
-        url = f"{client.host}{PODS.path(body['metadata']['namespace'])}"
-        headers = await client.headers("application/json", "application/json")
-        response = await client.session.request(
-            "POST", url, headers=headers, data=orjson.dumps(body), timeout=timeout, **client.request_options
+        response = await core.create_namespaced_pod(
+            body["metadata"]["namespace"], body, _preload_content=False, _request_timeout=30.0
         )
         try:
             data = await response.read()
@@ -104,14 +107,14 @@ async def _round(
 
 
 async def run(requests: int, concurrency: int, rounds: int) -> dict[str, list[tuple[float, float]]]:
-    results: dict[str, list[tuple[float, float]]] = {"kube.http": [], "aiohttp": []}
+    results: dict[str, list[tuple[float, float]]] = {"KubeApi": [], "kubernetes_asyncio": []}
     with start_apiserver() as server:
         api = KubeApi(await make_api_client(server.kubeconfig), qps=0)
         try:
-            paths = {"kube.http": _own(api), "aiohttp": _aiohttp(api.client)}
+            paths = {"KubeApi": _own(api), "kubernetes_asyncio": _library(api.client)}
             for number in range(rounds):
                 for label, create in paths.items():
-                    namespace = f"bench-{label.replace('.', '-')}-{number}"
+                    namespace = f"bench-{label.lower().replace('_', '-')}-{number}"
                     await api.create(NAMESPACES, {"metadata": {"name": namespace}})
                     await _round(create, namespace, "warm", 50, concurrency)  # connections opened
                     results[label].append(await _round(create, namespace, "pod", requests, concurrency))
@@ -227,24 +230,34 @@ def _event_server(events: int, rate: float) -> Iterator[tuple[str, bytes]]:
         thread.join(10)
 
 
-async def _aiohttp_lines(client: Connection, url: str) -> AsyncIterator[WatchEvent]:
-    # How KubeApi.watch read before: the session's response, readline, orjson, an async generator.
-    timeout = aiohttp.ClientTimeout(sock_connect=30.0, sock_read=60.0)
-    headers = await client.headers("application/json")
-    response = await client.session.get(url, headers=headers, timeout=timeout, **client.request_options)
-    try:
-        while line := await response.content.readline():
-            line = line.strip()
-            if line:
-                decoded = orjson.loads(line)
-                yield WatchEvent(decoded["type"], decoded["object"])
-    finally:
-        response.close()
+async def _library_events(client: KubeClient) -> AsyncIterator[WatchEvent]:
+    # The library used bare: its Watch over the generated list call, each object a V1Pod model.
+    core = CoreV1Api(client.api_client)
+    async with Watch() as watch:
+        async for event in watch.stream(
+            core.list_namespaced_pod, "bench", resource_version="1", timeout_seconds=60
+        ):
+            pod = event["object"]
+            yield WatchEvent(event["type"], {"metadata": {"name": pod.metadata.name}})
+
+
+async def _client(url: str, ca_pem: bytes) -> KubeClient:
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "kubeconfig"
+        ca_data = base64.b64encode(ca_pem).decode()
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "bench",
+            "clusters": [{"name": "bench",
+                          "cluster": {"server": url, "certificate-authority-data": ca_data}}],
+            "users": [{"name": "bench", "user": {"token": "bench"}}],
+            "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
+        }))  # fmt: skip
+        return await make_api_client(str(path))
 
 
 async def _watch_round(path: str, url: str, ca_pem: bytes, events: int) -> float:
     """Client CPU (us) per event of one whole watch read by ``path``."""
-    api = KubeApi(Connection(Endpoint(url, ca_pem=ca_pem, token="bench")), qps=0)
+    api = KubeApi(await _client(url, ca_pem), qps=0)
     seen = 0
 
     def take(event: WatchEvent) -> None:
@@ -253,8 +266,8 @@ async def _watch_round(path: str, url: str, ca_pem: bytes, events: int) -> float
 
     try:
         cpu = time.thread_time()
-        if path == "aiohttp readline":
-            async for event in _aiohttp_lines(api.client, f"{url}{PODS.path('bench')}?watch=true"):
+        if path == "kubernetes_asyncio Watch":
+            async for event in _library_events(api.client):
                 take(event)
         elif path == "KubeApi.watch":
             async for event in api.watch(PODS, "bench", resource_version="1", timeout_seconds=60):
@@ -269,7 +282,7 @@ async def _watch_round(path: str, url: str, ca_pem: bytes, events: int) -> float
     return used / events * 1e6
 
 
-WATCH_PATHS = ("aiohttp readline", "KubeApi.watch", "KubeApi.watch_into")
+WATCH_PATHS = ("kubernetes_asyncio Watch", "KubeApi.watch", "KubeApi.watch_into")
 
 
 async def run_watches(events: int, rate: float, rounds: int) -> dict[str, list[float]]:

@@ -4,10 +4,9 @@ Modules (each documents its public API in its docstring):
 
 - ``resources`` -- ``Resource`` and the well-known resource types; REST paths.
 - ``errors`` -- the one mapping from API failures to exceptions; ``is_retryable``.
-- ``client`` -- ``make_api_client`` from a kubeconfig or the in-cluster service account.
-- ``kubeconfig`` -- ``Endpoint``: what a kubeconfig or the service account says (server, TLS, user).
-- ``credentials`` -- the Authorization header, kept current (token file, exec plugin).
-- ``connection`` -- ``Connection``: the aiohttp session and credentials ``KubeApi`` sends through.
+- ``client`` -- ``make_api_client`` from a kubeconfig or the in-cluster service account, through
+  kubernetes_asyncio (its config loaders, its ``ApiClient``'s one aiohttp session); ``KubeClient``.
+- ``proxy`` -- the environment's proxy for the API server, as kubectl decides it (NO_PROXY CIDRs).
 - ``patches`` -- ``PatchType`` (with media types) and patch-building helpers.
 - ``ratelimit`` -- ``TokenBucket`` for client-side QPS/burst.
 - ``api`` -- ``KubeApi``: CRUD, patch and watch over any resource, raw dicts in and out.

@@ -1,20 +1,19 @@
 """Generic CRUD and watch over any ``Resource``, with raw dicts in and out.
 
-Unary requests (get, list, create, replace, patch, delete) and watches go through the
-``Connection``'s ``kube.http`` pool, each watch on a connection of its own whose events are decoded
-as they are read (``watch_into`` hands each to a callback inside the read: no task wakes per
-event); ``stream()`` (logs) goes through its aiohttp session. All with the connection's
-credentials, proxy and TLS settings. Bodies are encoded and
-answers decoded here with orjson, so no body is walked twice; every failure is mapped by
-``kube.errors``; every request first takes a token from a client-side QPS/burst bucket; patches
-always state their content type.
+Every request -- unary, watch or log stream -- goes through the ``KubeClient``'s aiohttp session,
+kubernetes_asyncio's ``ApiClient``'s, with its credentials (refreshed by the library's hook), proxy
+and TLS settings. Bodies are encoded and answers read raw and decoded here with orjson (no
+generated model is built), so no body is walked twice; a watch's events are decoded as its chunks
+are read (``watch_into`` hands each to a callback inside the read: one task wake per chunk, not
+per event); every failure is mapped by ``kube.errors``; every request first takes a token from a
+client-side QPS/burst bucket; patches always state their content type.
 
 Public API:
 
 - ``WatchEvent(type, object)`` -- frozen; ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK.
 - ``RequestObserver = Callable[[str, str, int, float], None]`` -- ``(verb, resource, status,
   seconds)`` called after every request (status 0: no HTTP answer), e.g. for metrics.
-- ``KubeApi(client: Connection, *, qps=20.0, burst=30, user_agent=None, field_manager=None,
+- ``KubeApi(client: KubeClient, *, qps=20.0, burst=30, user_agent=None, field_manager=None,
   request_timeout=30.0, on_request=None)`` -- owns ``client`` (``close()`` closes it). A
   ``user_agent`` is set on the client itself.
   - ``async get(res, name, namespace=None, *, subresource=None) -> dict``
@@ -69,7 +68,7 @@ from urllib.parse import urlencode
 import aiohttp
 import orjson
 
-from kube.connection import Connection
+from kube.client import KubeClient
 from kube.errors import (
     ApiError,
     ConnectionFailed,
@@ -77,7 +76,6 @@ from kube.errors import (
     from_status,
     from_status_object,
 )
-from kube.http import HttpStream
 from kube.patches import PatchType
 from kube.ratelimit import TokenBucket
 from kube.resources import Resource
@@ -115,6 +113,30 @@ Query = Sequence[tuple[str, str]]
 MAX_WATCH_LINE: Final = 16 * 2**20
 # The body of a watch refused with an error status: a Status object, a few hundred bytes.
 _MAX_REFUSAL: Final = 2**20
+# A unary request's time limit is asyncio's, around its credentials and its exchange both.
+_NO_SESSION_TIMEOUT: Final = aiohttp.ClientTimeout()
+# The largest answer read. A list page of 500 objects is a few MiB on kube-apiserver (pods with
+# managedFields are 5-10 KiB each); etcd keeps objects of up to 1.5 MiB, so a page of 500 large
+# ConfigMaps or Secrets could in principle be far bigger. 256 MiB holds 170 objects at etcd's limit
+# per page, and decoding it is still seconds, not minutes; past it the answer is refused, not held.
+MAX_BODY: Final = 256 * 2**20
+
+
+async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole body, refused (``ConnectionFailed``) once it is over ``limit`` bytes."""
+    declared = response.content_length
+    if declared is not None and declared > limit:
+        raise ConnectionFailed(0, "AnswerTooLarge", f"the answer's body of {declared} bytes is over {limit}")
+    if declared is not None:
+        return await response.read()
+    parts: builtins.list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise ConnectionFailed(0, "AnswerTooLarge", f"the answer's body is over {limit} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 @dataclass(frozen=True)
@@ -130,7 +152,7 @@ def _bool(value: bool) -> str:
 class KubeApi:
     def __init__(
         self,
-        client: Connection,
+        client: KubeClient,
         *,
         qps: float = 20.0,
         burst: int = 30,
@@ -148,7 +170,7 @@ class KubeApi:
             client.user_agent = user_agent
 
     @property
-    def client(self) -> Connection:
+    def client(self) -> KubeClient:
         return self._client
 
     async def close(self) -> None:
@@ -180,21 +202,23 @@ class KubeApi:
         started = time.monotonic()  # the observer sees server latency, not time spent throttled
         status = 0
         client = self._client
-        target = f"{path}?{urlencode(query)}" if query else path
+        url = f"{client.host}{path}?{urlencode(query)}" if query else f"{client.host}{path}"
         try:
-            headers = await client.headers(accept, content_type)
-            response = await client.http.request(
-                method, target, headers.items(), None if body is None else orjson.dumps(body),
-                self._request_timeout,
-            )
-            status = response.status
+            # Credentials renewed for this request (an exec plugin run) count in its time limit.
+            async with asyncio.timeout(self._request_timeout):
+                headers = await client.headers(accept, content_type)
+                async with client.session.request(
+                    method, url, data=None if body is None else orjson.dumps(body), headers=headers,
+                    timeout=_NO_SESSION_TIMEOUT, **client.request_options,
+                ) as response:
+                    status = response.status
+                    data = await _read_bounded(response, MAX_BODY)
         except _TRANSPORT_ERRORS as exc:
             raise from_connection_error(exc) from exc
         finally:
             self._observe(verb, res, status, started)
         if status == 401:
             client.rejected()
-        data = response.body
         if not 200 <= status < 300:
             raise from_status(status, data, reason=response.reason, headers=response.headers)
         if not data:
@@ -221,33 +245,38 @@ class KubeApi:
         res: Resource,
         path: str,
         query: Query,
-        client_timeout: aiohttp.ClientTimeout,
+        idle_timeout: float | None,
         accept: str = "application/json",
     ) -> aiohttp.ClientResponse:
-        """A GET whose body the caller reads as it arrives (and closes); an error status raises."""
+        """A GET whose body the caller reads as it arrives (and closes); an error status raises.
+
+        The head must come within the request timeout; then each read within ``idle_timeout``
+        (None: for ever)."""
         await self._limiter.acquire()
         started = time.monotonic()
         status = 0
         client = self._client
         url = f"{client.host}{path}?{urlencode(query)}" if query else f"{client.host}{path}"
+        timeout = aiohttp.ClientTimeout(sock_connect=self._request_timeout, sock_read=idle_timeout)
         try:
-            headers = await client.headers(accept)
-            response = await client.session.get(
-                url, headers=headers, timeout=client_timeout, **client.request_options
-            )
+            async with asyncio.timeout(self._request_timeout):
+                headers = await client.headers(accept)
+                response = await client.session.get(
+                    url, headers=headers, timeout=timeout, **client.request_options
+                )
             status = response.status
         except _TRANSPORT_ERRORS as exc:
             raise from_connection_error(exc) from exc
         finally:
             self._observe(verb, res, status, started)
-        if status == 401:
-            client.rejected()
         if 200 <= status < 300:
             return response
+        if status == 401:
+            client.rejected()
         try:
-            data = await response.read()
-        except _TRANSPORT_ERRORS as exc:
-            raise from_connection_error(exc) from exc
+            data = await _read_bounded(response, _MAX_REFUSAL)
+        except (*_TRANSPORT_ERRORS, ApiError):
+            data = b""  # the status says what matters; a body cut short only loses its details
         finally:
             response.close()
         raise from_status(status, data, reason=response.reason, headers=response.headers)
@@ -445,13 +474,16 @@ class KubeApi:
         query = _watch_query(
             resource_version, timeout_seconds, allow_bookmarks, label_selector, field_selector
         )
-        stream = await self._open_watch(res, namespace, query, timeout_seconds, metadata_only)
+        response = await self._open_watch(res, namespace, query, timeout_seconds, metadata_only)
         events: builtins.list[WatchEvent] = []
         lines = _WatchLines(_metadata_events(res, events.append) if metadata_only else events.append)
+        # aiohttp pauses reading once twice its read buffer waits unread: a consumer that falls
+        # behind holds a bounded part of the stream.
+        content = response.content
         try:
             while True:
                 try:
-                    chunk = await stream.next_chunk()
+                    chunk = await content.readany()
                     if chunk:
                         lines.feed(chunk)
                     else:
@@ -469,7 +501,7 @@ class KubeApi:
                 if not chunk:
                     return
         finally:
-            self._client.http.release(stream)
+            response.close()
 
     async def watch_into(
         self,
@@ -487,47 +519,26 @@ class KubeApi:
         query = _watch_query(
             resource_version, timeout_seconds, allow_bookmarks, label_selector, field_selector
         )
-        stream = await self._open_watch(res, namespace, query, timeout_seconds, metadata_only)
+        response = await self._open_watch(res, namespace, query, timeout_seconds, metadata_only)
         lines = _WatchLines(_metadata_events(res, on_event) if metadata_only else on_event)
         try:
-            await stream.deliver(lines.feed)
+            async for chunk in response.content.iter_any():
+                lines.feed(chunk)
             lines.finish()
         except _TRANSPORT_ERRORS as exc:
             raise from_connection_error(exc) from exc
         finally:
-            self._client.http.release(stream)
+            response.close()
 
     async def _open_watch(
         self, res: Resource, namespace: str | None, query: Query, timeout_seconds: int, metadata_only: bool
-    ) -> HttpStream:
-        await self._limiter.acquire()
-        started = time.monotonic()
-        status = 0
-        client = self._client
-        target = f"{res.path(namespace)}?{urlencode(query)}"
-        try:
-            headers = await client.headers(_METADATA_ONLY if metadata_only else "application/json")
-            # A half-open connection would otherwise wait for ever: the server must end the stream
-            # by timeoutSeconds, so one silent well past that is a dead connection.
-            stream = await client.http.stream(
-                target, headers.items(), self._request_timeout, timeout_seconds + 30.0
-            )
-            status = stream.status
-        except _TRANSPORT_ERRORS as exc:
-            raise from_connection_error(exc) from exc
-        finally:
-            self._observe("watch", res, status, started)
-        if 200 <= status < 300:
-            return stream
-        if status == 401:
-            client.rejected()
-        try:
-            data = await stream.read_all(_MAX_REFUSAL)
-        except _TRANSPORT_ERRORS:
-            data = b""  # the status says what matters; a body cut short only loses its details
-        finally:
-            client.http.release(stream)
-        raise from_status(status, data, reason=stream.reason, headers=stream.headers)
+    ) -> aiohttp.ClientResponse:
+        # A half-open connection would otherwise wait for ever: the server must end the stream by
+        # timeoutSeconds, so one silent well past that is a dead connection.
+        return await self._open_stream(
+            "watch", res, res.path(namespace), query, timeout_seconds + 30.0,
+            accept=_METADATA_ONLY if metadata_only else "application/json",
+        )
 
     async def stream(
         self,
@@ -544,9 +555,8 @@ class KubeApi:
         ``idle_timeout`` bounds the wait for each chunk (None: a followed log may stay quiet for
         ever); an error status raises its ``ApiError``. Close the generator when leaving early.
         """
-        timeout = aiohttp.ClientTimeout(sock_connect=self._request_timeout, sock_read=idle_timeout)
         path = res.path(namespace, name, subresource)
-        response = await self._open_stream("get", res, path, query, timeout, accept="*/*")
+        response = await self._open_stream("get", res, path, query, idle_timeout, accept="*/*")
         try:
             while True:
                 try:

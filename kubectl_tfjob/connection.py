@@ -14,9 +14,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 from kube.api import KubeApi
-from kube.client import make_api_client
+from kube.client import context_namespace, make_api_client
 from kube.errors import ConfigError
-from kube.kubeconfig import context_namespace
 
 USER_AGENT = "kubectl-tfjob"
 

@@ -337,8 +337,9 @@ async def _raw_get(api: KubeApi, path: str, accept: str) -> tuple[int, Any]:
     """One GET with the ``Accept`` header given, answered as the server put it on the wire."""
     client = api.client
     headers = await client.headers(accept)
-    response = await client.http.request("GET", path, headers.items(), None, 30.0)
-    return response.status, json.loads(response.body)
+    url = f"{client.host}{path}"
+    async with client.session.get(url, headers=headers, **client.request_options) as response:
+        return response.status, json.loads(await response.read())
 
 
 @pytest.mark.parametrize(

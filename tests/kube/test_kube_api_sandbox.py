@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,12 +10,10 @@ from prometheus_client import CollectorRegistry
 
 from kube.api import KubeApi
 from kube.apimetrics import PrometheusRequestMetrics
-from kube.connection import Connection
 from kube.errors import AlreadyExists, Conflict, Invalid, NotFound, Unauthorized, UnsupportedMediaType
-from kube.kubeconfig import Endpoint
 from kube.patches import PatchType, json_patch_test_resource_version
 from kube.resources import CONFIGMAPS, PODGROUPS_V1BETA1, PODS
-from tests.kube.conftest import connect
+from tests.kube.conftest import client_for, connect
 
 
 def configmap(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -164,9 +163,11 @@ async def test_watch_streams_events_from_a_resource_version_until_the_server_tim
     assert [s for s in seen if s[0] != "BOOKMARK"] == [("ADDED", "w"), ("MODIFIED", "w"), ("DELETED", "w")]
 
 
-async def test_a_rejected_token_maps_to_unauthorized(sandbox_apiserver: Any) -> None:
-    endpoint = Endpoint(sandbox_apiserver.url, ca_pem=sandbox_apiserver.ca_pem, token="not-a-valid-token")
-    api = KubeApi(Connection(endpoint), qps=0)
+async def test_a_rejected_token_maps_to_unauthorized(sandbox_apiserver: Any, tmp_path: Path) -> None:
+    client = await client_for(
+        tmp_path, sandbox_apiserver.url, token="not-a-valid-token", ca_pem=sandbox_apiserver.ca_pem
+    )
+    api = KubeApi(client, qps=0)
     try:
         with pytest.raises(Unauthorized):
             await api.list(CONFIGMAPS, "default")

@@ -13,18 +13,18 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 
 from kube.api import KubeApi
-from kube.connection import Connection
 from kube.errors import Gone, NotFound
-from kube.kubeconfig import Endpoint
 from kube.reflector import Reflector
 from kube.resources import CONFIGMAPS
 from kube.store import Store
+from tests.kube.conftest import client_for
 from tests.polling import eventually
 
 
@@ -74,7 +74,7 @@ async def serve(script: Script, request: web.Request) -> web.StreamResponse:
 
 
 @pytest.fixture
-async def scripted() -> AsyncIterator[tuple[Script, KubeApi]]:
+async def scripted(tmp_path: Path) -> AsyncIterator[tuple[Script, KubeApi]]:
     script = Script()
     app = web.Application()
     app.router.add_get("/api/v1/namespaces/ns/configmaps", functools.partial(serve, script))
@@ -83,7 +83,7 @@ async def scripted() -> AsyncIterator[tuple[Script, KubeApi]]:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = runner.addresses[0][1]
-    api = KubeApi(Connection(Endpoint(f"http://127.0.0.1:{port}")), qps=0)
+    api = KubeApi(await client_for(tmp_path, f"http://127.0.0.1:{port}"), qps=0)
     try:
         yield script, api
     finally:
