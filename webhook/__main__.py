@@ -29,7 +29,6 @@ from webhook.cache import TFJobCache
 from webhook.certmanage import SelfManagedCertificates
 from webhook.config import WebhookConfig, parse_config
 from webhook.metrics import WebhookMetrics
-from webhook.native_heap import fix_mmap_threshold
 from webhook.server import HttpsServer
 from webhook.tls import CertificateReloader
 
@@ -120,7 +119,6 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     config = parse_config(argv)
     configure_json_logging(config.log_level)
-    fix_mmap_threshold()
     try:
         eventloop.run(_run(config))
     except (ConfigError, InvalidCertificate) as exc:
