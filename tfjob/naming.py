@@ -50,6 +50,11 @@ def replica_labels(job_name: str, rtype: str, index: int, *, master_role: bool) 
 def replica_index(obj: Mapping[str, object]) -> int | None:
     """The replica index from an object's label; None when missing or not a decimal integer."""
     value = Meta(obj).label(LABEL_REPLICA_INDEX)
-    if value is None or not _DECIMAL_INDEX.match(value):
+    return None if value is None else replica_index_value(value)
+
+
+def replica_index_value(value: str) -> int | None:
+    """A ``replica-index`` label value as an index; None when it is not a decimal integer."""
+    if not _DECIMAL_INDEX.match(value):
         return None
     return int(value)

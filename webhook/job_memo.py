@@ -30,7 +30,9 @@ import dataclasses
 import json
 from collections.abc import Hashable
 
-from tfjob.facts import JobFacts, VersionMemo, read_facts
+from tfjob.facts import JobFacts, ReplicaFacts, VersionMemo, read_facts
+from tfjob.pods import GangMarks, gang_marks
+from tfjob.settings import Settings
 from tfjob.tfconfig import tf_config
 from tfjob.wire import TFJob
 from webhook.review import Decision, encode_patch
@@ -52,7 +54,7 @@ def _task(rtype: str, index: int) -> str:
 class JobMutations:
     """What every pod of one job version is mutated from."""
 
-    __slots__ = ("_cluster_domain", "_halves", "decisions", "facts", "kept")
+    __slots__ = ("_by_label", "_cluster_domain", "_halves", "_marks", "decisions", "facts", "kept")
 
     def __init__(self, job: TFJob, cluster_domain: str) -> None:
         self.facts: JobFacts = read_facts(job)
@@ -61,6 +63,21 @@ class JobMutations:
         self._halves = self._split()
         self.decisions: dict[DecisionKey, Decision] = {}
         self.kept = False  # in the memo (a job without uid or resourceVersion never is)
+        self._by_label: dict[str, ReplicaFacts] = {}
+        for replica in self.facts.replica_types:
+            self._by_label.setdefault(replica.rtype.lower(), replica)
+        self._marks: dict[str, tuple[Settings, str, GangMarks]] = {}
+
+    def replica_for_label(self, label_value: str) -> ReplicaFacts | None:
+        """Equal to ``facts.replica_for_label(label_value)``."""
+        return self._by_label.get(label_value)
+
+    def gang_marks(self, replica: ReplicaFacts, job_name: str, settings: Settings) -> GangMarks:
+        """Equal to ``tfjob.pods.gang_marks(replica, job_name, settings)``; shared, not to be changed."""
+        kept = self._marks.get(replica.rtype)
+        if kept is None or kept[0] is not settings or kept[1] != job_name:
+            kept = self._marks[replica.rtype] = (settings, job_name, gang_marks(replica, job_name, settings))
+        return kept[2]
 
     def tf_config(self, rtype: str, index: int) -> str | None:
         """Equal to ``tfjob.tfconfig.tf_config(facts, rtype, index, cluster_domain=...)``."""

@@ -51,8 +51,7 @@ from tfjob.constants import (
     LABEL_REPLICA_TYPE,
     TF_CONFIG_ENV,
 )
-from tfjob.naming import replica_index
-from tfjob.pods import gang_marks
+from tfjob.naming import replica_index_value
 from tfjob.settings import Settings
 from tfjob.wire import TFJob
 from webhook.bounds import invalid_value, quoted
@@ -86,16 +85,17 @@ def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
     if pod is None:
         return deny(Reason.MALFORMED, 400, "the pod CREATE review carries no object")
     meta = Meta(pod)
-    job_name = meta.label(LABEL_JOB_NAME)
-    if not job_name:
+    labels = meta.labels
+    job_name = labels.get(LABEL_JOB_NAME)
+    if not job_name or not isinstance(job_name, str):
         return allow(Reason.IGNORED)
     # Other Kubeflow operators (PyTorchJob, MPIJob...) label their pods with the same job-name key.
-    if meta.labels.get(LABEL_OPERATOR_NAME, CONTROLLER_NAME) != CONTROLLER_NAME:
+    if labels.get(LABEL_OPERATOR_NAME, CONTROLLER_NAME) != CONTROLLER_NAME:
         return allow(Reason.IGNORED)
     namespace = request.namespace or text(meta.raw.get("namespace"))
     if not namespace:
         return deny(Reason.MALFORMED, 400, "the review names no namespace for the pod")
-    invalid = _invalid_value(namespace, meta)
+    invalid = _invalid_value(namespace, labels)
     if invalid is not None:
         return deny(Reason.MALFORMED, 400, invalid)
     if not _controller_named(meta, job_name):
@@ -103,24 +103,27 @@ def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
     return PodTarget(namespace=namespace, job_name=job_name, pod=pod)
 
 
-def _invalid_value(namespace: str, meta: Meta) -> str | None:
+# The pod labels checked before the lookup: the job name fully (a lookup key), the replica labels
+# for their length only.
+_CHECKED_LABELS: Final = ((LABEL_JOB_NAME, True), (LABEL_REPLICA_TYPE, False), (LABEL_REPLICA_INDEX, False))
+
+
+def _invalid_value(namespace: str, labels: Mapping[str, Any]) -> str | None:
     """What Kubernetes would reject in the values used for the lookup and the mutation.
 
     The namespace and job name are lookup keys: checked fully. The replica labels only need a
     bounded length here (an index of thousands of digits is beyond ``int``'s conversion limit);
     other bad values keep their own 403 messages in ``mutate_pod``."""
-    checks = (
-        ("namespace", namespace, "namespace", True),
-        (f"metadata.labels {LABEL_JOB_NAME}", meta.label(LABEL_JOB_NAME), "label", True),
-        (f"metadata.labels {LABEL_REPLICA_TYPE}", meta.label(LABEL_REPLICA_TYPE), "label", False),
-        (f"metadata.labels {LABEL_REPLICA_INDEX}", meta.label(LABEL_REPLICA_INDEX), "label", False),
-    )
-    for field, value, kind, fully in checks:
-        if value is None:
+    error = invalid_value(namespace, "namespace")
+    if error is not None:
+        return f"namespace: Invalid value: {quoted(namespace)}: {error}"
+    for key, fully in _CHECKED_LABELS:
+        value = labels.get(key)
+        if not isinstance(value, str):
             continue
-        error = invalid_value(value, kind, fully=fully)
+        error = invalid_value(value, "label", fully=fully)
         if error is not None:
-            return f"{field}: Invalid value: {quoted(value)}: {error}"
+            return f"metadata.labels {key}: Invalid value: {quoted(value)}: {error}"
     return None
 
 
@@ -167,13 +170,12 @@ def mutate_pod(
         return allow(Reason.IGNORED)  # another manager's job: its pods are its business
     pod = target.pod
     meta = Meta(pod)
-    job_meta = Meta(job)
     owner_uid = meta.controller_uid
-    if not owner_uid or owner_uid != job_meta.uid:
+    if not owner_uid or owner_uid != facts.uid:
         return _not_controlled(target.namespace, target.job_name)
     labels = meta.labels
     type_label = labels.get(LABEL_REPLICA_TYPE)
-    replica = facts.replica_for_label(type_label) if isinstance(type_label, str) else None
+    replica = mutations.replica_for_label(type_label) if isinstance(type_label, str) else None
     if replica is None:
         known = ", ".join(r.rtype for r in facts.replica_types) or "none"
         return deny(
@@ -182,13 +184,13 @@ def mutate_pod(
             f"replica type {_quote(type_label)} (label {LABEL_REPLICA_TYPE}) is not in TFJob {job_ref} "
             f"(replica types: {known})",
         )
-    index = replica_index(pod)
+    index_label = labels.get(LABEL_REPLICA_INDEX)
+    index = replica_index_value(index_label) if isinstance(index_label, str) else None
     if index is None:
         return deny(
             Reason.BAD_REPLICA,
             DENIED,
-            f"label {LABEL_REPLICA_INDEX} must be a non-negative integer, "
-            f"got {_quote(labels.get(LABEL_REPLICA_INDEX))}",
+            f"label {LABEL_REPLICA_INDEX} must be a non-negative integer, got {_quote(index_label)}",
         )
     rtype = replica.rtype
     if index >= replica.replicas:
@@ -210,7 +212,7 @@ def mutate_pod(
             f'the pod has no container named "{CONTAINER_NAME}": a TFJob pod needs one to receive TF_CONFIG',
         )
 
-    marks = gang_marks(replica, target.job_name, settings)
+    marks = mutations.gang_marks(replica, target.job_name, settings)
     container = containers[position]
     env = container.get("env")
     key = None

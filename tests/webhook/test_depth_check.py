@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.bounds import TooDeep, check_depth
+from webhook.bounds import MAX_JSON_DEPTH, TooDeep, check_depth
 
 LIMIT = 8
 
@@ -76,3 +76,18 @@ def test_refused_exactly_when_deeper_than_the_limit(document: Any) -> None:
         assert too_deep
     else:
         assert not too_deep
+
+
+@pytest.mark.parametrize("leaf", ["leaf", {}, []])
+def test_the_default_limit_holds_at_its_edge(leaf: Any) -> None:
+    inside = 1 if isinstance(leaf, dict | list) else 0
+    check_depth(_nested(MAX_JSON_DEPTH - inside, leaf))
+    with pytest.raises(TooDeep, match=f"more than {MAX_JSON_DEPTH} levels"):
+        check_depth(_nested(MAX_JSON_DEPTH + 1 - inside, leaf))
+
+
+def test_values_no_json_decoder_makes_are_still_checked() -> None:
+    # Not encodable as JSON (a set, a non-string key): the check does not rely on the encoder then.
+    check_depth({"a": {1, 2}, 3: [[]]}, limit=3)
+    with pytest.raises(TooDeep):
+        check_depth({"a": {1, 2}, 3: [[[]]]}, limit=3)
