@@ -1,5 +1,11 @@
-"""``docs/performance.md`` is shared by every benchmark: each one rewrites only its own section,
-between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``, and leaves the others as they are."""
+"""Where a benchmark's report may go in ``docs/``: only into a section a page has made room for.
+
+``docs/performance.md`` and ``docs/reliability.md`` are reference pages (what is measured, how to
+rerun it, the current figures in tables), not logs: a benchmark prints its whole report, and its
+figures are carried into the tables by hand. A page that keeps a generated section marks it with
+``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``, and only then does ``write_section`` replace
+it; it never appends a dated report to a page without one.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +17,17 @@ def section_markers(name: str) -> tuple[str, str]:
 
 
 def write_section(path: Path, name: str, section: str) -> None:
-    """Replace the ``name`` section of ``path`` with ``section`` (which carries its own markers),
-    or append it when the file has no such section yet."""
+    """Replace the ``name`` section of ``path`` with ``section`` (which carries its own markers);
+    a page without that section is left as it is, and the caller's printed report is the record."""
     begin, end = section_markers(name)
-    text = path.read_text() if path.exists() else "# Performance\n"
-    if begin in text and end in text:
-        before, rest = text.split(begin, 1)
-        _, after = rest.split(end, 1)
-        text = before + section + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+    text = path.read_text() if path.exists() else ""
+    if begin not in text or end not in text:
+        print(
+            f"{path.name} keeps no generated '{name}' section: nothing written there "
+            "(carry the figures above into its tables)",
+            flush=True,
+        )
+        return
+    before, rest = text.split(begin, 1)
+    _, after = rest.split(end, 1)
+    path.write_text(before + section + after)
