@@ -49,7 +49,13 @@ def current_log_fields() -> dict[str, Any]:
 
 
 def bind_log_fields(**fields: Any) -> contextvars.Token[Mapping[str, Any]]:
-    return _fields.set(MappingProxyType({**_fields.get(), **fields}))
+    return _bind(fields)
+
+
+def _bind(fields: dict[str, Any]) -> contextvars.Token[Mapping[str, Any]]:
+    outer = _fields.get()
+    # ``fields`` is the caller's own keyword dict, held by nothing else: alone, it needs no copy.
+    return _fields.set(MappingProxyType({**outer, **fields} if outer else fields))
 
 
 def reset_log_fields(token: contextvars.Token[Mapping[str, Any]]) -> None:
@@ -68,7 +74,7 @@ class log_fields:  # lower case: it replaced a function of that name, and reads 
         self._token: contextvars.Token[Mapping[str, Any]] | None = None
 
     def __enter__(self) -> None:
-        self._token = bind_log_fields(**self._fields)
+        self._token = _bind(self._fields)
 
     def __exit__(self, *_exc: object) -> None:
         if self._token is not None:
