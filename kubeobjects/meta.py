@@ -46,7 +46,7 @@ class _Text:
     def __get__(self, meta: Meta | None, owner: type | None = None) -> str:
         if meta is None:
             raise AttributeError(self.key)
-        return _scalar_text(meta.raw.get(self.key))
+        return scalar_text(meta.raw.get(self.key))
 
 
 class Meta:
@@ -100,15 +100,19 @@ class Meta:
     @property
     def controller(self) -> Mapping[str, Any] | None:
         """The ownerReference with ``controller: true``; Kubernetes allows at most one."""
-        return next((ref for ref in self.owner_references if ref.get("controller") is True), None)
+        # A loop, not ``owner_references``: read on every pod admission, twice.
+        for ref in sequence(self.raw.get("ownerReferences")):
+            if (type(ref) is dict or isinstance(ref, Mapping)) and ref.get("controller") is True:
+                return ref
+        return None
 
     @property
     def controller_uid(self) -> str:
         """The uid in the controller ownerReference, or ""."""
-        return _scalar_text(mapping(self.controller).get("uid"))
+        return scalar_text(mapping(self.controller).get("uid"))
 
 
-def _scalar_text(value: object) -> str:
+def scalar_text(value: object) -> str:
     # Names and uids are strings on the wire; a number there is still shown, anything else is absent.
     if isinstance(value, str):
         return value

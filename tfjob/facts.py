@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
-from kubeobjects.meta import Meta, mapping, text
+from kubeobjects.meta import Meta, mapping, scalar_text, text
 from tfjob.constants import (
     ANNOTATION_GANG_RESTART,
     ANNOTATION_NETWORK_TOPOLOGY,
@@ -258,8 +258,15 @@ JobVersion = tuple[str, str, str, str, bool]
 def job_version(job: Mapping[str, Any]) -> JobVersion:
     """What identifies one stored state of a job: namespace, name, uid, resourceVersion, and
     whether it is terminating (a client's view of its own delete keeps the resourceVersion)."""
-    meta = Meta(job)
-    return (meta.namespace, meta.name, meta.uid, meta.resource_version, meta.deleting)
+    # What Meta's fields read, without the views: this runs on every pod admission and reconcile.
+    raw = mapping(job.get("metadata"))
+    return (
+        scalar_text(raw.get("namespace")),
+        scalar_text(raw.get("name")),
+        scalar_text(raw.get("uid")),
+        scalar_text(raw.get("resourceVersion")),
+        bool(raw.get("deletionTimestamp")),
+    )
 
 
 class VersionMemo(Generic[Derived]):

@@ -34,9 +34,8 @@ megabyte keys; echoed values are clipped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, NamedTuple
 
 from kube.patches import escape_json_pointer
 from kubeobjects.meta import Meta, mapping, sequence, text
@@ -66,8 +65,7 @@ USER_TF_CONFIG_WARNING: Final = (
 MAX_WARNING: Final = 120
 
 
-@dataclass(frozen=True)
-class PodTarget:
+class PodTarget(NamedTuple):
     """The TFJob a pod belongs to: what to look up before ``mutate_pod`` can decide."""
 
     namespace: str
@@ -202,9 +200,7 @@ def mutate_pod(
         )
     spec = mapping(pod.get("spec"))
     containers = sequence(spec.get("containers"))
-    position = next(
-        (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == CONTAINER_NAME), None
-    )
+    position = _position(containers)
     if position is None:
         return deny(
             Reason.NO_CONTAINER,
@@ -249,15 +245,30 @@ def mutate_pod(
     return decision if key is None else memo.remember(mutations, key, decision)
 
 
+# Loops and list displays below, not generator expressions: each runs on every pod admission, and
+# a generator's frame costs more than the few items it goes over.
+
+
+def _position(containers: Sequence[Any]) -> int | None:
+    """Where the ``tensorflow`` container is."""
+    for position, container in enumerate(containers):
+        if isinstance(container, dict) and container.get("name") == CONTAINER_NAME:
+            return position
+    return None
+
+
 def _tf_config_entry(env: list[Any]) -> Any:
-    return next((e for e in env if isinstance(e, dict) and e.get("name") == TF_CONFIG_ENV), None)
+    for entry in env:
+        if isinstance(entry, dict) and entry.get("name") == TF_CONFIG_ENV:
+            return entry
+    return None
 
 
 def _entries_state(current: object, wanted: Mapping[str, str]) -> tuple[bool, ...] | None:
     """Which of ``wanted`` the pod's annotations/labels already carry (None: it has no such map)."""
     if not isinstance(current, dict):
         return None
-    return tuple(current.get(key) == value for key, value in wanted.items())
+    return tuple([current.get(key) == value for key, value in wanted.items()])
 
 
 def _add_tf_config(
