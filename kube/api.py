@@ -21,9 +21,9 @@ Public API:
     resource_version=None, limit=None, continue_token=None, metadata_only=False) -> dict`` -- one
     page, as served (``metadata_only``: a PartialObjectMetadataList).
   - ``async list_all(res, namespace=None, *, label_selector=None, field_selector=None,
-    page_size=500, transform=None, metadata_only=False) -> tuple[list[dict], str]`` -- every page;
-    items get ``apiVersion``/``kind`` filled in (the server omits them in lists); returns the items
-    and the list's resourceVersion.
+    page_size=500, transform=None, metadata_only=False, resource_version=None) -> tuple[list[dict],
+    str]`` -- every page (``resource_version`` on the first only); items get ``apiVersion``/``kind``
+    filled in (the server omits them in lists); returns the items and the list's resourceVersion.
   - ``async create(res, body, namespace=None, *, dry_run=False, metadata_only=False) -> dict`` -- the
     namespace defaults to ``body.metadata.namespace``.
 
@@ -326,16 +326,19 @@ class KubeApi:
         page_size: int = 500,
         transform: Transform | None = None,
         metadata_only: bool = False,
+        resource_version: str | None = None,
     ) -> tuple[builtins.list[dict[str, Any]], str]:
         """Every page of a list, and the list's resourceVersion. ``transform`` is applied to each
         item as its page arrives, so a caller keeping a trimmed view never holds more than one
-        page of full objects."""
+        page of full objects. ``resource_version`` goes with the first page only (a continue
+        token carries its own, and the server refuses both)."""
         items: builtins.list[dict[str, Any]] = []
         continue_token: str | None = None
         while True:
             page = await self.list(
                 res, namespace, label_selector=label_selector, field_selector=field_selector,
                 limit=page_size, continue_token=continue_token, metadata_only=metadata_only,
+                resource_version=resource_version if continue_token is None else None,
             )
             for item in page.get("items") or ():
                 if isinstance(item, dict):

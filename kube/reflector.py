@@ -24,11 +24,17 @@ Public API:
   handler is logged and does not stop the reflector.
 - ``Reflector(api, res, store, *, namespace=None, label_selector=None, field_selector=None,
   handlers=(), watch_timeout_seconds=290, stall_timeout=None, page_size=500, backoff_base=0.5,
-  backoff_max=30.0, transform=None, metadata_only=False)`` -- ``stall_timeout`` defaults to
-  ``watch_timeout_seconds + 15``; ``transform`` is applied to every listed and watched object before
-  it is stored or handed to the handlers (client-go's ``SetTransform``), so a cache keeps only what
-  its readers need; ``metadata_only`` lists and watches the objects' metadata alone (client-go's
-  metadata informers), for a cache that keeps no more, so the server never sends the rest.
+  backoff_max=30.0, transform=None, metadata_only=False, first_list_from_cache=False)`` --
+  ``stall_timeout`` defaults to ``watch_timeout_seconds + 15``; ``transform`` is applied to every
+  listed and watched object before it is stored or handed to the handlers (client-go's
+  ``SetTransform``), so a cache keeps only what its readers need; ``metadata_only`` lists and
+  watches the objects' metadata alone (client-go's metadata informers), for a cache that keeps no
+  more, so the server never sends the rest.
+  ``first_list_from_cache`` asks the first list at resourceVersion "0" (client-go's first list):
+  kube-apiserver answers it from its watch cache in one answer (``limit`` ignored) instead of
+  reading every page from etcd, which is most of a restart's time with tens of thousands of
+  objects; the answer may be a little older than etcd, and the watch from its resourceVersion
+  brings the rest. Only for a resource whose whole list fits in one answer (``MAX_BODY``).
   - ``async run()`` -- runs until cancelled.
   - ``add_handler(handler)``; ``synced`` and ``async wait_synced()``; ``resource_version``;
     ``list_count`` (lists done), ``stall_count``; ``last_error`` (``None`` once a step succeeds).
@@ -92,6 +98,7 @@ class Reflector:
         backoff_max: float = 30.0,
         transform: Transform | None = None,
         metadata_only: bool = False,
+        first_list_from_cache: bool = False,
     ) -> None:
         if watch_timeout_seconds <= 0:
             raise ValueError("watch_timeout_seconds must be positive")
@@ -111,6 +118,7 @@ class Reflector:
         self._backoff_max = backoff_max
         self._transform = transform
         self._metadata_only = metadata_only
+        self._first_list_from_cache = first_list_from_cache
         self._synced = asyncio.Event()
         self._resource_version = ""
         self._list_count = 0
@@ -203,10 +211,15 @@ class Reflector:
         return delay * random.uniform(0.5, 1.0)
 
     async def _list_and_replace(self) -> None:
+        # The first list may come from the API server's watch cache (resourceVersion "0", as
+        # client-go's reflector asks): no read of etcd, in one answer. A relist follows a 410 or a
+        # gap, where an answer older than what this store already saw would go back in time: it
+        # reads etcd, page by page.
+        from_cache = self._first_list_from_cache and not self._synced.is_set()
         listed, resource_version = await self._api.list_all(
             self._res, self._namespace, label_selector=self._label_selector,
             field_selector=self._field_selector, page_size=self._page_size, transform=self._transform,
-            metadata_only=self._metadata_only,
+            metadata_only=self._metadata_only, resource_version="0" if from_cache else None,
         )
         items = [obj for obj in listed if _has_name(obj)]
         if len(items) != len(listed):

@@ -39,12 +39,14 @@ class Script:
     lists: list[Callable[[], web.StreamResponse | dict[str, Any]]] = field(default_factory=list)
     watches: list[str] = field(default_factory=list)  # "stall", "gone", "garbage", "end", "event"
     list_requests: int = 0
+    list_queries: list[dict[str, str]] = field(default_factory=list)
     watch_requests: list[dict[str, str]] = field(default_factory=list)
 
 
 async def serve(script: Script, request: web.Request) -> web.StreamResponse:
     if request.query.get("watch") != "true":
         script.list_requests += 1
+        script.list_queries.append(dict(request.query))
         behaviour = script.lists.pop(0) if len(script.lists) > 1 else script.lists[0]
         answer = behaviour()
         return answer if isinstance(answer, web.StreamResponse) else web.json_response(answer)
@@ -240,3 +242,36 @@ async def test_a_server_that_ends_every_watch_at_once_is_not_hammered(
     # a tight loop would have made hundreds of requests; backoff (0.05 s doubling) allows a handful
     assert 1 <= len(script.watch_requests) <= 12
     assert reflector.synced
+
+
+async def test_the_first_list_may_come_from_the_watch_cache_and_a_relist_never_does(
+    scripted: tuple[Script, KubeApi],
+) -> None:
+    # resourceVersion "0" lets kube-apiserver answer from its watch cache; after a 410 the relist
+    # must not go back in time, so it reads the latest state (no resourceVersion), page by page.
+    script, api = scripted
+    script.lists = [
+        list_of(configmap("a", "5"), rv="5"),
+        list_of(configmap("a", "5"), configmap("b", "7"), rv="7"),
+    ]
+    script.watches = ["gone"]
+    store = Store()
+    reflector = Reflector(
+        api, CONFIGMAPS, store, namespace="ns", watch_timeout_seconds=60, first_list_from_cache=True
+    )
+    await run_reflector(reflector, lambda: store.get("ns/b") is not None)
+    assert [query.get("resourceVersion") for query in script.list_queries[:2]] == ["0", None]
+    assert script.list_queries[0]["limit"] == "500"
+
+
+async def test_a_continued_page_carries_no_resource_version(scripted: tuple[Script, KubeApi]) -> None:
+    # The server refuses a continue token together with a resourceVersion: the token carries it.
+    script, api = scripted
+    first = {"kind": "ConfigMapList", "metadata": {"resourceVersion": "5", "continue": "next"},
+             "items": [configmap("a", "5")]}  # fmt: skip
+    script.lists = [lambda: first, list_of(configmap("b", "5"), rv="5")]
+    items, resource_version = await api.list_all(CONFIGMAPS, "ns", resource_version="0")
+    assert [item["metadata"]["name"] for item in items] == ["a", "b"]
+    assert resource_version == "5"
+    assert [query.get("resourceVersion") for query in script.list_queries] == ["0", None]
+    assert script.list_queries[1]["continue"] == "next"
