@@ -33,12 +33,14 @@ import argparse
 import asyncio
 import base64
 import collections
+import concurrent.futures
 import contextlib
 import copy
 import gzip
 import importlib.util
 import json
 import math
+import multiprocessing
 import os
 import random
 import ssl
@@ -338,6 +340,20 @@ async def _slow_client(port: int, context: ssl.SSLContext, limit: float) -> Slow
         writer.close()
 
 
+def _ready() -> None:
+    """Nothing: run once so that the pool's process is up before the slow clients are timed."""
+
+
+def _slow_clients(port: int, ca_pem: bytes, count: int, limit: float) -> list[SlowConnection]:
+    """``count`` slow clients at once, in this (pool) process."""
+
+    async def all_of_them() -> list[SlowConnection]:
+        context = ssl.create_default_context(cadata=ca_pem.decode())
+        return await asyncio.gather(*(_slow_client(port, context, limit) for _ in range(count)))
+
+    return eventloop.run(all_of_them())
+
+
 @dataclass
 class Probe:
     """The normal client: the seed's PS pod review posted at a fixed rate, open loop; each latency
@@ -449,12 +465,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             probe = Probe(f"https://127.0.0.1:{port}/mutate-pods", orjson.dumps(valid), args.probe_rate)
             latencies, _ = await _probed(probe, port, context, "before", asyncio.sleep(args.probe_seconds))
 
-            async def slow_connections() -> list[SlowConnection]:
-                return await asyncio.gather(
-                    *(_slow_client(port, context, args.slow_limit) for _ in range(args.slow))
+            # The slow clients run in a process of their own: their TLS handshakes, all at once,
+            # would otherwise stall this loop, and the normal client's latency with it.
+            with concurrent.futures.ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn")
+            ) as pool:
+                await asyncio.get_running_loop().run_in_executor(pool, _ready)
+                slow_connections = asyncio.get_running_loop().run_in_executor(
+                    pool, _slow_clients, port, ca.cert_pem, args.slow, args.slow_limit
                 )
-
-            held, slow_results = await _probed(probe, port, context, "held", slow_connections())
+                held, slow_results = await _probed(probe, port, context, "held", slow_connections)
             latencies.update(held)
             truncated = [
                 asyncio.create_task(_truncated(port, context, orjson.dumps(valid)))
