@@ -6,15 +6,25 @@ webhook runs as its own process, with the defaults of ``tfgang-webhook``. This p
 (wrong types at every path, removed fields), megabyte strings in every place a value is taken
 from, deep nesting, wrong methods, paths, content types and encodings, oversized and truncated
 bodies, and malformed HTTP, with a valid review of the seed's PS pod every tenth request, whose
-answer must be the seed's TF_CONFIG. Meanwhile ``--slow`` connections send their headers one
-byte per second.
+answer must be the seed's TF_CONFIG.
+
+Before the storm, ``--slow`` connections send their headers one byte per second while a normal
+client posts the seed's PS pod review at ``--probe-rate`` per second, open loop, in two ways at
+once: on a keep-alive connection made before (as kube-apiserver reuses its connections) and on a
+new connection per review (as kube-apiserver opens one when its idle ones are busy). Its latency
+while the slow connections are held is set beside its latency in the ``--probe-seconds`` before
+they start (the anchor, same run, same client); a review's latency counts from when it was due,
+so a review that waits for a connection slot counts its wait. Each slow connection's time to be
+closed is counted from its connect (the client's view: waiting in the listen backlog included)
+and from its TLS handshake's end (the server's header deadline).
 
 Measured, and written to ``docs/reliability.md`` between ``<!-- bench:webhook-storm -->`` markers:
 requests tried, answers by HTTP status (and inside 200 reviews, by outcome), 5xx answers, valid
-requests not answered correctly or dropped, the webhook's RSS before and after (and its peak),
-/metrics size, and after how many seconds the slow connections were closed.
+requests not answered correctly or dropped, the webhook's RSS before the slow connections and
+after the storm (and its peak), /metrics size, the normal client's latency before and while the
+slow connections are held, and after how many seconds the slow connections were closed.
 
-Run: ``python bench/webhook_storm.py [--seed N] [--requests N] [--no-write]`` (about two minutes).
+Run: ``python bench/webhook_storm.py [--seed N] [--requests N] [--no-write]`` (about three minutes).
 """
 
 from __future__ import annotations
@@ -23,11 +33,14 @@ import argparse
 import asyncio
 import base64
 import collections
+import concurrent.futures
 import contextlib
 import copy
 import gzip
 import importlib.util
 import json
+import math
+import multiprocessing
 import os
 import random
 import ssl
@@ -35,8 +48,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import orjson
@@ -44,8 +59,10 @@ import orjson
 from certs.authority import new_ca
 from certs.files import write_cert_dir
 from certs.serving import issue_serving_certificate
+from kube import eventloop
 
 REPO = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 def _bench_helpers() -> Any:
@@ -61,6 +78,8 @@ def _bench_helpers() -> Any:
 
 
 HELPERS = _bench_helpers()
+from webhook.connections import DEFAULT_HEADER_TIMEOUT  # noqa: E402 (the path is set just above)
+
 free_port, memory_kib, wait_ready = HELPERS.free_port, HELPERS.memory_kib, HELPERS.wait_ready
 
 
@@ -79,6 +98,9 @@ SECTION = "webhook-storm"
 FIXTURES = REPO / "tests" / "fixtures" / "admissionreviews"
 SEED_TF_CONFIG_FIXTURE = "mutate-seed-ps-0.json"
 MIB = 1024 * 1024
+# The normal client's latency is also shown from this long into a phase: the slow clients'
+# TLS handshakes, all at once at its start, are behind it.
+SETTLED_AFTER = 1.0
 PATHS = ("/mutate-pods", "/validate-tfjobs")
 SLOW_REFUSALS: collections.Counter[str] = collections.Counter()
 
@@ -281,15 +303,26 @@ async def _truncated(port: int, context: ssl.SSLContext, valid: bytes) -> int:
         writer.close()
 
 
-async def _slow_client(port: int, context: ssl.SSLContext, limit: float) -> float:
-    """Seconds until the server closed a connection sending its headers one byte per second
-    (counted from when the server took the connection), or -1 if it was never taken."""
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
-    except (OSError, ssl.SSLError) as exc:
-        SLOW_REFUSALS[type(exc).__name__] += 1
-        return -1.0
+@dataclass(frozen=True)
+class SlowConnection:
+    """One slow-header connection, in seconds from its connect: when its TLS handshake ended (None:
+    it never did) and when the server closed it (None: still open at the limit)."""
+
+    handshake_done: float | None
+    closed: float | None
+    refusal: str | None = None
+
+
+async def _slow_client(port: int, context: ssl.SSLContext, limit: float) -> SlowConnection:
+    """A connection sending its headers one byte per second until the server closes it."""
     started = time.monotonic()
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", port, ssl=context), limit
+        )
+    except (OSError, ssl.SSLError, TimeoutError) as exc:
+        return SlowConnection(None, None, type(exc).__name__)
+    handshake_done = time.monotonic() - started
 
     async def trickle() -> None:
         for byte in b"POST /mutate-pods HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 1000:
@@ -298,12 +331,106 @@ async def _slow_client(port: int, context: ssl.SSLContext, limit: float) -> floa
 
     sending = asyncio.create_task(trickle())
     try:
-        with contextlib.suppress(ConnectionError, ssl.SSLError, TimeoutError):
-            await asyncio.wait_for(reader.read(), limit)
-        return time.monotonic() - started
+        try:
+            await asyncio.wait_for(reader.read(), max(0.0, limit - handshake_done))
+        except TimeoutError:
+            return SlowConnection(handshake_done, None)
+        except (ConnectionError, ssl.SSLError):
+            pass
+        return SlowConnection(handshake_done, time.monotonic() - started)
     finally:
         sending.cancel()
         writer.close()
+
+
+def _ready() -> None:
+    """Nothing: run once so that the pool's process is up before the slow clients are timed."""
+
+
+def _slow_clients(port: int, ca_pem: bytes, count: int, limit: float) -> list[SlowConnection]:
+    """``count`` slow clients at once, in this (pool) process."""
+
+    async def all_of_them() -> list[SlowConnection]:
+        context = ssl.create_default_context(cadata=ca_pem.decode())
+        return await asyncio.gather(*(_slow_client(port, context, limit) for _ in range(count)))
+
+    return eventloop.run(all_of_them())
+
+
+@dataclass
+class Probe:
+    """The normal client: the seed's PS pod review posted at a fixed rate, open loop; each latency
+    counts from when the review was due (inf: not answered 200 with a patch)."""
+
+    url: str
+    body: bytes
+    rate: float
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+
+    async def run(self, session: aiohttp.ClientSession, kind: str, stop: asyncio.Event) -> None:
+        samples = self.latencies.setdefault(kind, [])
+        settled = self.latencies.setdefault(f"{kind} settled", [])
+        pending: set[asyncio.Task[None]] = set()
+        # perf_counter, not the loop's clock: uvloop's counts whole milliseconds.
+        first_due = time.perf_counter()
+
+        async def one(due: float) -> None:
+            answered = False
+            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError, ValueError):
+                async with session.post(
+                    self.url,
+                    data=self.body,
+                    headers={"Content-Type": "application/json"},
+                    timeout=aiohttp.ClientTimeout(total=60),
+                ) as response:
+                    answer = await response.read()
+                    answered = response.status == 200 and b'"patch"' in answer
+            latency = time.perf_counter() - due if answered else math.inf
+            samples.append(latency)
+            if due - first_due >= SETTLED_AFTER:
+                settled.append(latency)
+
+        due = first_due
+        while not stop.is_set():
+            task = asyncio.create_task(one(due))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+            due += 1.0 / self.rate
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), max(0.0, due - time.perf_counter()))
+        await asyncio.gather(*pending)
+
+
+async def _probed(
+    probe: Probe, port: int, context: ssl.SSLContext, phase: str, work: Awaitable[T]
+) -> tuple[dict[str, list[float]], T]:
+    """The probe's latencies on both kinds of connection while ``work`` runs, and its result."""
+    keep_alive = aiohttp.TCPConnector(ssl=context, limit=0)
+    new_each = aiohttp.TCPConnector(ssl=context, force_close=True, limit=0)
+    async with (
+        aiohttp.ClientSession(connector=keep_alive) as reusing,
+        aiohttp.ClientSession(connector=new_each) as connecting,
+    ):
+        # The keep-alive connection is made before the phase, as kube-apiserver's pool would be.
+        async with reusing.post(probe.url, data=probe.body, headers={"Content-Type": "application/json"}):
+            pass
+        probe.latencies = {}
+        stop = asyncio.Event()
+        probing = [
+            asyncio.create_task(probe.run(reusing, f"{phase} keep-alive", stop)),
+            asyncio.create_task(probe.run(connecting, f"{phase} new connection", stop)),
+        ]
+        try:
+            result = await work
+        finally:
+            stop.set()
+            await asyncio.gather(*probing)
+    return dict(probe.latencies), result
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)] if ordered else math.nan
 
 
 def _outcome(status: int, body: bytes) -> str:
@@ -343,7 +470,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await wait_ready(ops_port, 60)
             await asyncio.sleep(1.0)
             rss_before, _ = memory_kib(process.pid)
-            slow = [asyncio.create_task(_slow_client(port, context, 120.0)) for _ in range(args.slow)]
+            probe = Probe(f"https://127.0.0.1:{port}/mutate-pods", orjson.dumps(valid), args.probe_rate)
+            latencies, _ = await _probed(probe, port, context, "before", asyncio.sleep(args.probe_seconds))
+
+            # The slow clients run in a process of their own: their TLS handshakes, all at once,
+            # would otherwise stall this loop, and the normal client's latency with it.
+            with concurrent.futures.ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn")
+            ) as pool:
+                await asyncio.get_running_loop().run_in_executor(pool, _ready)
+                slow_connections = asyncio.get_running_loop().run_in_executor(
+                    pool, _slow_clients, port, ca.cert_pem, args.slow, args.slow_limit
+                )
+                held, slow_results = await _probed(probe, port, context, "held", slow_connections)
+            latencies.update(held)
             truncated = [
                 asyncio.create_task(_truncated(port, context, orjson.dumps(valid)))
                 for _ in range(args.truncated)
@@ -351,16 +491,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             answers: collections.Counter[str] = collections.Counter()
             kinds: collections.Counter[str] = collections.Counter()
             failures: list[str] = []
-            semaphore = asyncio.Semaphore(args.concurrency)
             started = time.monotonic()
 
             async def one(index: int) -> None:
                 label, method, path, headers, body, must_mutate = storm.request(index)
-                async with semaphore:
-                    try:
-                        status, answer = await _exchange(port, context, method, path, headers, body)
-                    except (OSError, ssl.SSLError, asyncio.IncompleteReadError, TimeoutError) as exc:
-                        status, answer = 0, str(exc).encode()
+                try:
+                    status, answer = await _exchange(port, context, method, path, headers, body)
+                except (OSError, ssl.SSLError, asyncio.IncompleteReadError, TimeoutError) as exc:
+                    status, answer = 0, str(exc).encode()
                 outcome = _outcome(status, answer) if status else "dropped"
                 answers[outcome] += 1
                 kinds[label.split(" ")[0]] += 1
@@ -377,10 +515,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     if values != [expected_env]:
                         failures.append(f"valid review answered {outcome} without the seed's TF_CONFIG")
 
-            await asyncio.gather(*(one(i) for i in range(args.requests)))
+            # Each request is drawn when a sender is free to send it, in index order (the same
+            # draws as ever): drawn all at once, the megabyte bodies kept this loop from the TLS
+            # handshakes of the truncated-body clients for longer than the server's deadline.
+            indices = iter(range(args.requests))
+
+            async def sender() -> None:
+                for index in indices:
+                    await one(index)
+
+            await asyncio.gather(*(sender() for _ in range(args.concurrency)))
             elapsed = time.monotonic() - started
-            slow_results = await asyncio.gather(*slow)
-            slow_closed = [seconds for seconds in slow_results if seconds >= 0]
             for status in await asyncio.gather(*truncated):
                 if status < 0:
                     continue  # refused at the TLS handshake: in SLOW_REFUSALS, reported with the slow ones
@@ -413,11 +558,67 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "log_longest": max((len(line) for line in log_lines), default=0),
         "log_errors": sum(b'"level": "ERROR"' in line for line in log_lines),
         "decision_series": len(series),
-        "slow": len(slow_results),
-        "slow_refused": len(slow_results) - len(slow_closed),
-        "slow_closed_median": statistics.median(slow_closed) if slow_closed else 0.0,
-        "slow_closed_max": max(slow_closed) if slow_closed else 0.0,
+        "header_timeout": DEFAULT_HEADER_TIMEOUT,
+        "slow": slow_results,
+        "latencies": latencies,
     }
+
+
+def _latency(samples: list[float]) -> str:
+    answered = [seconds for seconds in samples if math.isfinite(seconds)]
+    if not answered:
+        return f"none of {len(samples)} answered"
+    text = (
+        f"p50 {_quantile(answered, 0.5) * 1000:.1f} / p99 {_quantile(answered, 0.99) * 1000:.1f} / "
+        f"max {max(answered) * 1000:.1f} ms ({len(samples)} reviews"
+    )
+    unanswered = len(samples) - len(answered)
+    return text + (f", {unanswered} not answered)" if unanswered else ")")
+
+
+def _seconds(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.1f} s (median), {max(values):.1f} s (max)"
+
+
+def _slow_rows(result: dict[str, Any]) -> list[str]:
+    slow: list[SlowConnection] = result["slow"]
+    deadline = result["header_timeout"]
+    latencies = result["latencies"]
+    taken = [connection for connection in slow if connection.handshake_done is not None]
+    closed = [connection for connection in taken if connection.closed is not None]
+    from_connect = [connection.closed for connection in closed if connection.closed is not None]
+    from_handshake = [
+        connection.closed - connection.handshake_done
+        for connection in closed
+        if connection.closed is not None and connection.handshake_done is not None
+    ]
+    # The header deadline, plus the second the slow client waits between two bytes.
+    within = sum(seconds <= deadline + 1.0 for seconds in from_connect)
+    refusals = collections.Counter(connection.refusal for connection in slow if connection.refusal)
+    rows = [
+        f"| normal client while {len(slow)} slow-header connections are held, {kind} "
+        f"(before they start: the anchor) | {_latency(latencies.get('held ' + kind, []))} "
+        f"(anchor {_latency(latencies.get('before ' + kind, []))}) |"
+        for kind in ("keep-alive", "new connection")
+    ]
+    rows += [
+        f"| the same from {SETTLED_AFTER:g} s after they connect (their TLS handshakes behind), {kind} | "
+        f"{_latency(latencies.get(f'held {kind} settled', []))} "
+        f"(anchor {_latency(latencies.get(f'before {kind} settled', []))}) |"
+        for kind in ("keep-alive", "new connection")
+    ]
+    rows.append(
+        f"| {len(slow)} connections sending headers at 1 byte/s | {within} closed within the "
+        f"{deadline:g} s header deadline (+1 s) of their connect; closed after {_seconds(from_connect)} "
+        f"from their connect, {_seconds(from_handshake)} from their TLS handshake's end; "
+        f"{len(slow) - len(taken)} never got through the TLS handshake {dict(refusals) or ''}; "
+        f"{len(taken) - len(closed)} still open at the client's limit |"
+    )
+    if SLOW_REFUSALS:
+        rows.append(f"| truncated-body requests refused at the TLS handshake | {dict(SLOW_REFUSALS)} |")
+    return rows
 
 
 def render(result: dict[str, Any]) -> str:
@@ -442,10 +643,7 @@ def render(result: dict[str, Any]) -> str:
             f"{result['decision_series']} decision series |",
             f"| webhook log (INFO) | {result['log_lines']:,} lines, {result['log_bytes']:,} bytes, longest "
             f"{result['log_longest']:,}; {result['log_errors']} at ERROR |",
-            f"| {result['slow']} connections sending headers at 1 byte/s | closed after "
-            f"{result['slow_closed_median']:.1f} s (median), {result['slow_closed_max']:.1f} s (max) "
-            f"after the server took them; {result['slow_refused']} never got through the TLS handshake "
-            f"{dict(SLOW_REFUSALS) or ''} |",
+            *_slow_rows(result),
             *([""] + [f"- failure: {failure}" for failure in failures[:10]] if failures else []),
             HELPERS.section_markers(SECTION)[1],
         ]
@@ -457,11 +655,16 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--slow", type=int, default=300, help="connections sending headers at 1 byte/s")
+    parser.add_argument("--slow-limit", type=float, default=60.0, help="seconds a slow client waits")
+    parser.add_argument(
+        "--probe-rate", type=float, default=40.0, help="normal reviews/s on each connection kind"
+    )
+    parser.add_argument("--probe-seconds", type=float, default=5.0, help="the normal client's anchor phase")
     parser.add_argument("--truncated", type=int, default=50, help="requests whose body stops half-way")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/reliability.md")
     args = parser.parse_args()
-    result = asyncio.run(run(args))
+    result = eventloop.run(run(args))
     section = render(result)
     print(section)
     if not args.no_write:

@@ -29,6 +29,7 @@ from webhook.cache import TFJobCache
 from webhook.certmanage import SelfManagedCertificates
 from webhook.config import WebhookConfig, parse_config
 from webhook.metrics import WebhookMetrics
+from webhook.native_heap import HeapTrimmer
 from webhook.server import HttpsServer
 from webhook.tls import CertificateReloader
 
@@ -65,6 +66,8 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
     background: list[Callable[[], Coroutine[Any, Any, None]]] = [
         cache.run,
         functools.partial(reloader.watch, config.cert_poll_interval),
+        # The heap a burst of TLS connections (256 KiB read buffer each) left free goes back.
+        HeapTrimmer().run,
     ]
     if config.self_managed is not None:
         managed = config.self_managed

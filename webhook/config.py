@@ -30,7 +30,7 @@ _LIMIT_FLAGS = {
     "header-timeout": "seconds to receive a request's headers once it has begun",
     "body-timeout": "seconds to receive a request body",
     "handshake-timeout": "seconds for a TLS handshake",
-    "max-connections": "connections served at once; more wait in the listen backlog",
+    "max-connections": "connections served at once; at the cap one between requests makes room",
     "max-header-bytes": "longest request line or header field",
     "max-headers": "most header fields",
     "max-inflight-body-bytes": "request body bytes read at once, all connections together",

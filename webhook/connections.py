@@ -121,6 +121,10 @@ class HeaderDeadline(asyncio.Protocol):
     reports the body read (``body_read``) and the answer made (``answered``); a deadline that
     passes while an earlier answer is still being made closes the connection after that answer.
 
+    At the connection cap, a client waiting for a slot has one connection between requests closed
+    for it (``make_room``; the server picks which): a client cannot hold the slots by sending
+    nothing or sending slowly, and nobody's answer is cut.
+
     A client that stops taking its answers (the transport pauses writing) must take them again
     within the same deadline, else the connection is aborted: otherwise a closing connection's
     last answer would hold it open for as long as the client wishes.
@@ -145,6 +149,7 @@ class HeaderDeadline(asyncio.Protocol):
         self._awaiting_head = True  # the next byte begins a request
         self._answering = False
         self._expired = False
+        self._served = False  # a request's head has been read here
         self._deadline: float | None = None  # loop time by which the head must be complete
         self._timer: asyncio.TimerHandle | None = None
         self._stalled: asyncio.TimerHandle | None = None
@@ -154,6 +159,7 @@ class HeaderDeadline(asyncio.Protocol):
     def head_complete(self) -> None:
         self._awaiting_head = False
         self._answering = True
+        self._served = True
         # The timer is left to fire and find no deadline: a handle made and cancelled per request
         # would cost more than the rest of the guard together.
         self._deadline = None
@@ -166,6 +172,35 @@ class HeaderDeadline(asyncio.Protocol):
         self._answering = False
         self._awaiting_head = True
         return self._expired
+
+    # -- making room at the connection cap ---------------------------------------------------------
+
+    @property
+    def between_requests(self) -> bool:
+        """No request is past its head here (being read or answered): closing loses no answer."""
+        return not self._answering and self.transport is not None and not self.transport.is_closing()
+
+    @property
+    def head_deadline(self) -> float | None:
+        """Loop time by which the request head begun here must be complete; None before its first byte."""
+        return self._deadline
+
+    @property
+    def served(self) -> bool:
+        """A request was read on this connection (a client in use, not one that only connected)."""
+        return self._served
+
+    def make_room(self) -> None:
+        """Close this connection, between requests, for a client waiting at the connection cap."""
+        if self.transport is not None:
+            _client_errors.log(
+                logger,
+                logging.INFO,
+                "closed a connection %s to make room for a waiting client",
+                "idle between requests" if self._deadline is None else "still sending a request's headers",
+            )
+            # At once (no TLS close_notify exchange to wait for): the slot is what is wanted.
+            self.transport.abort()
 
     # -- asyncio callbacks, passed on ----------------------------------------------------------------
 

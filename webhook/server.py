@@ -9,9 +9,14 @@ close; ``_StatusErrors`` words that 400 as a ``metav1.Status``. Around each conn
 
 The server runs its own accept loop (``loop.sock_accept`` and ``connect_accepted_socket``), for
 what asyncio's ``create_server`` does not offer:
-- a cap on concurrent connections (TLS handshakes included): at the cap the loop stops accepting,
-  so further clients wait in the kernel's backlog instead of being dropped, and are served as soon
-  as a slot frees (slow and idle connections are closed by the deadlines);
+- a cap on concurrent connections (TLS handshakes included). At the cap, a client that arrives has
+  a connection between requests closed for it: the one that has been sending a request's head
+  the longest, else the oldest that never sent a request, else the oldest idle one (nginx reuses
+  its idle connections the same way). Slow and idle clients cannot hold the slots while others
+  wait, the clients in use (kube-apiserver's kept-alive connections) are closed last, and no
+  answer is cut. When every
+  connection is in the middle of a request, or of its TLS handshake, further clients wait in the
+  kernel's backlog, and are served as soon as a slot frees (the deadlines bound each wait);
 - a TLS handshake deadline (``ssl_handshake_timeout``; ``TCPSite`` leaves asyncio's 60 s);
 - a ``protocol_version`` alert for TLS 1.0/1.1 clients. OpenSSL writes that alert, but asyncio's
   and uvloop's SSL protocols drop their pending output when a handshake fails, so such a client
@@ -50,6 +55,9 @@ _PROTOCOL_VERSION_ALERT = b"\x00\x02\x02\x46"
 # Record header (5 bytes), handshake type and length (4), then the ClientHello's version (2).
 _HELLO_PREFIX = 11
 LISTEN_BACKLOG = 1024
+# At the cap with every connection in a request or a TLS handshake, how often a waiting client's
+# accept looks again for one between requests (a burst's handshakes end within milliseconds).
+_MAKE_ROOM_RETRY = 0.05
 
 
 class _StatusErrors(web.RequestHandler):
@@ -169,21 +177,48 @@ class HttpsServer:
     async def _accept(self, listening: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await self._slots.acquire()
             try:
                 connection, _ = await loop.sock_accept(listening)
             except OSError as exc:
                 # Out of file descriptors or the like: keep serving the connections already open.
-                self._slots.release()
                 logger.warning("could not accept a connection: %s", exc)
                 await asyncio.sleep(0.1)
                 continue
+            try:
+                await self._take_slot()
             except BaseException:
-                self._slots.release()
+                connection.close()
                 raise
             task = asyncio.create_task(self._connect(connection))
             self._connecting.add(task)
             task.add_done_callback(self._connecting.discard)
+
+    async def _take_slot(self) -> None:
+        """A slot for a client that waits: at the cap, one connection between requests is closed
+        for it; while there is none (all in a request or a TLS handshake), look again shortly."""
+        while self._slots.locked():
+            if self._make_room():
+                break  # its slot frees as it closes
+            await asyncio.sleep(_MAKE_ROOM_RETRY)
+        await self._slots.acquire()
+
+    def _make_room(self) -> bool:
+        """Close, of the connections between requests, the one sending a request's head the
+        longest, else the oldest that never sent a request, else the oldest idle one (the clients
+        in use are kept longest); False when every connection is in a request."""
+
+        def rank(numbered: tuple[int, HeaderDeadline]) -> tuple[int, float]:
+            age, connection = numbered
+            head = connection.head_deadline
+            if head is not None:
+                return 0, head
+            return (2 if connection.served else 1), age
+
+        waiting = [connection for connection in self._connections.values() if connection.between_requests]
+        if not waiting:
+            return False
+        min(enumerate(waiting), key=rank)[1].make_room()  # in the order they opened
+        return True
 
     async def _connect(self, connection: socket.socket) -> None:
         loop = asyncio.get_running_loop()

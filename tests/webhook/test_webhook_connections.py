@@ -137,21 +137,99 @@ async def test_oversized_headers_get_a_400_with_a_message(ca: CertificateAuthori
     assert json.loads(body)["message"].startswith("malformed HTTP request: ")
 
 
-async def test_connections_over_the_cap_wait_and_are_served_when_a_slot_frees(
+async def test_connections_over_the_cap_wait_while_every_one_is_in_a_request(
     ca: CertificateAuthority, tmp_path: Path
 ) -> None:
-    limits = ConnectionLimits(max_connections=2, handshake_timeout=30.0)
+    limits = ConnectionLimits(max_connections=2, handshake_timeout=30.0, body_timeout=30.0)
     async with running_webhook(tmp_path, SEED.tfjobs, limits=limits) as webhook:
         held = [await _open(ca, webhook.port) for _ in range(2)]
+        # Both are in a request (its head sent, its body coming): neither may be closed for a third.
+        head_end = REQUEST.index(b"\r\n\r\n") + 4
+        for _, writer in held:
+            writer.write(REQUEST[: head_end + 10])
+        await asyncio.sleep(0.5)
         waiting = asyncio.create_task(_open(ca, webhook.port))
         await asyncio.sleep(1.0)
         assert not waiting.done(), "a third TLS connection was served over the cap of 2"
         held[0][1].close()
         reader, writer = await asyncio.wait_for(waiting, CLOSED_WITHIN)
         assert await _answer(reader, writer) == 200
-        assert await _answer(*held[1]) == 200
+        # The other one's request was never cut: its body arrives and it is answered.
+        held[1][1].write(REQUEST[head_end + 10 :])
+        status_line = await asyncio.wait_for(held[1][0].readline(), CLOSED_WITHIN)
+        assert status_line.startswith(b"HTTP/1.1 200")
         writer.close()
         held[1][1].close()
+
+
+async def test_a_client_waiting_at_the_cap_takes_a_slot_as_soon_as_a_connection_is_between_requests(
+    ca: CertificateAuthority, tmp_path: Path
+) -> None:
+    limits = ConnectionLimits(max_connections=2, idle_timeout=60.0, body_timeout=60.0, handshake_timeout=60.0)
+    async with running_webhook(tmp_path, SEED.tfjobs, limits=limits) as webhook:
+        held = [await _open(ca, webhook.port) for _ in range(2)]
+        head_end = REQUEST.index(b"\r\n\r\n") + 4
+        for _, writer in held:
+            writer.write(REQUEST[: head_end + 10])
+        await asyncio.sleep(0.5)
+        waiting = asyncio.create_task(_open(ca, webhook.port))
+        await asyncio.sleep(1.0)
+        assert not waiting.done(), "served over the cap while both connections were in a request"
+        # The first one's request ends: it is between requests now, and makes room at once.
+        reader, writer = held[0]
+        writer.write(REQUEST[head_end + 10 :])
+        status_line = await asyncio.wait_for(reader.readline(), CLOSED_WITHIN)
+        assert status_line.startswith(b"HTTP/1.1 200")
+        newcomer = await asyncio.wait_for(waiting, CLOSED_WITHIN)
+        assert await _answer(*newcomer) == 200
+        for _, closing in (*held, newcomer):
+            closing.close()
+
+
+async def test_at_the_cap_a_slow_head_makes_room_before_an_idle_connection(
+    ca: CertificateAuthority, tmp_path: Path
+) -> None:
+    # Deadlines far beyond the test: any closing seen here is the cap's.
+    limits = ConnectionLimits(max_connections=2, header_timeout=60.0, handshake_timeout=60.0)
+    async with running_webhook(tmp_path, SEED.tfjobs, limits=limits) as webhook:
+        idle = await _open(ca, webhook.port)
+        slow = await _open(ca, webhook.port)
+        slow[1].write(b"POST /mutate-pods HTTP/1.1\r\nHost: x\r\n")
+        await asyncio.sleep(0.5)
+        assert not slow[0].at_eof() and not idle[0].at_eof(), "closed while nobody waited"
+        reader, writer = await asyncio.wait_for(_open(ca, webhook.port), CLOSED_WITHIN)
+        assert await _answer(reader, writer) == 200
+        assert await _read_until_closed(slow[0]) == b""
+        writer.close()
+        # The idle connection, older than the slow one, was kept: it is served once a slot is free.
+        assert await _answer(*idle) == 200
+        for _, held in (idle, slow):
+            held.close()
+
+
+async def test_at_the_cap_a_connection_that_never_sent_a_request_makes_room_before_one_in_use(
+    ca: CertificateAuthority, tmp_path: Path
+) -> None:
+    limits = ConnectionLimits(max_connections=2, idle_timeout=60.0, handshake_timeout=60.0)
+    async with running_webhook(tmp_path, SEED.tfjobs, limits=limits) as webhook:
+        in_use = await _open(ca, webhook.port)
+        assert await _answer(*in_use) == 200
+        only_connected = await _open(ca, webhook.port)
+        reader, writer = await asyncio.wait_for(_open(ca, webhook.port), CLOSED_WITHIN)
+        assert await _answer(reader, writer) == 200
+        assert await _read_until_closed(only_connected[0]) == b""
+        writer.close()
+        # Then, with only clients in use between requests, the oldest idle one makes room.
+        assert await _answer(*in_use) == 200
+        newer = await asyncio.wait_for(_open(ca, webhook.port), CLOSED_WITHIN)
+        assert await _answer(*newer) == 200
+        reader, writer = await asyncio.wait_for(_open(ca, webhook.port), CLOSED_WITHIN)
+        assert await _answer(reader, writer) == 200
+        assert await _read_until_closed(in_use[0]) == b""
+        assert await _answer(*newer) == 200
+        for _, held in (in_use, only_connected, newer):
+            held.close()
+        writer.close()
 
 
 def _handshake(port: int, version: ssl.TLSVersion) -> str:
