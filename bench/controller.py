@@ -218,18 +218,7 @@ async def _webhook(api: KubeApi, kubeconfig: str, workdir: Path) -> AsyncIterato
             "--log-level", "WARNING", env=child_environment(), stdout=log, stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
-            while True:
-                if process.returncode is not None:
-                    raise RuntimeError(f"the webhook exited with {process.returncode}; see its log")
-                with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
-                    async with session.get(f"http://127.0.0.1:{ops_port}/readyz") as response:
-                        if response.status == 200:
-                            break
-                if time.monotonic() > deadline:
-                    raise TimeoutError("the webhook was not ready within 60 s")
-                await asyncio.sleep(0.1)
+        await _until_ready(process, ops_port, within=60, name="the webhook")
         ca_bundle = ca_bundle_of((cert_dir / "ca.crt").read_bytes())
         resources = {
             "MutatingWebhookConfiguration": MUTATING_WEBHOOK_CONFIGURATIONS,
@@ -371,19 +360,21 @@ async def _controller_starting(
                 await process.wait()
 
 
-async def _until_ready(process: asyncio.subprocess.Process, ops_port: int, within: float) -> None:
-    """Poll the controller's /readyz every 20 ms until it answers 200."""
+async def _until_ready(
+    process: asyncio.subprocess.Process, ops_port: int, within: float, name: str = "the restarted controller"
+) -> None:
+    """Poll the process's /readyz every 20 ms until it answers 200."""
     deadline = time.monotonic() + within
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1)) as session:
         while True:
             if process.returncode is not None:
-                raise RuntimeError(f"the restarted controller exited with {process.returncode}; see its log")
+                raise RuntimeError(f"{name} exited with {process.returncode}; see its log")
             with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
                 async with session.get(f"http://127.0.0.1:{ops_port}/readyz") as response:
                     if response.status == 200:
                         return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the restarted controller was not ready within {within:.0f} s")
+                raise TimeoutError(f"{name} was not ready within {within:.0f} s")
             await asyncio.sleep(0.02)
 
 
