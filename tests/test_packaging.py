@@ -25,3 +25,15 @@ def test_console_scripts_are_declared(distribution: str) -> None:
     entry_points = importlib.metadata.entry_points(group="console_scripts")
     names = {ep.name for ep in entry_points if ep.dist is not None and ep.dist.name == distribution}
     assert names == SCRIPTS[distribution]
+
+
+def test_the_operator_stands_on_the_named_libraries_at_run_time() -> None:
+    # HTTP both ways, credentials and API calls, certificates: the packages the project was
+    # specified with, installed with the operator, not only with its tests.
+    requirements = importlib.metadata.requires("tfgang") or []
+    runtime = {
+        requirement.split(";")[0].split("~")[0].split(">")[0].split("=")[0].strip().lower()
+        for requirement in requirements
+        if "extra ==" not in requirement
+    }
+    assert {"aiohttp", "kubernetes-asyncio", "cryptography"} <= runtime
