@@ -32,7 +32,7 @@ from kube.errors import ApiError
 from kube.logs import log_fields
 from kubeobjects.meta import Meta
 from tfjob.planner import COUNTER_CREATED, Observed, plan
-from tfjob.planner.actions import Action, CreatePod, CreateService, Event
+from tfjob.planner.actions import Action, CreatePod, CreatePodGroup, CreateService, Event
 from tfjob.planner.conditions import is_finished
 from tfjob.planner.waiting import refused_creation_status, unadmitted_pod_status
 from tfjob.settings import Settings
@@ -175,8 +175,9 @@ class Reconciler:
     async def _report_refusal(
         self, job: Mapping[str, Any], failure: ActionFailed, counters: tuple[str, ...]
     ) -> None:
-        """A pod or service the API refuses to create (quota, a webhook, an invalid template), or a
-        pod admission did not mutate (``controller.admission``, reason ``AdmissionWebhookMissing``):
+        """A pod, service or PodGroup the API refuses to create (quota, a webhook, an invalid
+        template, Volcano's admission of a PodGroup whose queue is missing or closed), or a pod
+        admission did not mutate (``controller.admission``, reason ``AdmissionWebhookMissing``):
         the job's Created condition says so, not only this log. Transient failures are not reported;
         the retry with backoff deals with them. The refusal's own write failing changes nothing:
         the pass fails anyway and is retried."""
@@ -185,11 +186,14 @@ class Reconciler:
         if isinstance(cause, NotAdmitted):
             status = unadmitted_pod_status(job.get("status"), name, str(cause), self.clock())
         elif (
-            isinstance(action, CreatePod | CreateService)
+            isinstance(action, CreatePod | CreateService | CreatePodGroup)
             and isinstance(cause, ApiError)
             and cause.status in _REFUSALS
         ):
-            what = f"{'pod' if isinstance(action, CreatePod) else 'service'} {action.name}"
+            # A PodGroup refused by the gang scheduler's admission (Volcano's: a missing or closed
+            # queue) would otherwise leave the job waiting with no word of why.
+            kind = {CreatePod: "pod", CreateService: "service", CreatePodGroup: "PodGroup"}[type(action)]
+            what = f"{kind} {action.name}"
             status = refused_creation_status(job.get("status"), name, what, str(cause), self.clock())
         else:
             return

@@ -1,10 +1,13 @@
-"""The API server a local cluster runs on: the sandbox's own (in this process) or a real
-kube-apiserver with etcd (child processes, ``sandbox.realapiserver``). Both answer the same few
-questions, asked from the cluster's event loop."""
+"""The API server a local cluster runs on: the sandbox's own (in this process), a real
+kube-apiserver v1.20 with etcd (child processes, ``sandbox.realapiserver``), or kube-apiserver
+v1.37 with the real Volcano beside it (``sandbox.realvolcano``). They answer the same few
+questions, asked from the cluster's event loop; ``has_volcano`` says whether the server brings
+Volcano's CRDs and scheduler itself (otherwise the cluster installs the sandbox's)."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -15,15 +18,17 @@ from sandbox.realapiserver import RealApiServer, RealApiServerOptions
 
 SANDBOX = "sandbox"
 KUBE_APISERVER = "kube-apiserver"
-KINDS = (SANDBOX, KUBE_APISERVER)
+VOLCANO = "volcano"
+KINDS = (SANDBOX, KUBE_APISERVER, VOLCANO)
 
-__all__ = ["KINDS", "KUBE_APISERVER", "SANDBOX", "ClusterApiServer", "new_api_server"]
+__all__ = ["KINDS", "KUBE_APISERVER", "SANDBOX", "VOLCANO", "ClusterApiServer", "new_api_server"]
 
 
 class ClusterApiServer(Protocol):
     url: str
     ca_pem: bytes
     admin_token: str
+    has_volcano: bool
 
     async def start(self, port: int) -> None: ...
     async def stop(self) -> None: ...
@@ -36,6 +41,7 @@ class ClusterApiServer(Protocol):
 class SandboxApiServer:
     def __init__(self, watch_window: int) -> None:
         self.server = ApiServer(watch_window=watch_window)
+        self.has_volcano = False
         self.url = ""
         self.ca_pem = b""
         self.admin_token = self.server.admin_token
@@ -64,6 +70,8 @@ class SandboxApiServer:
 class KubeApiServer:
     """``RealApiServer``'s blocking calls, each on a worker thread."""
 
+    has_volcano = False
+
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.real: RealApiServer | None = None
@@ -82,9 +90,12 @@ class KubeApiServer:
         options = RealApiServerOptions(
             workdir=self.workdir, port=port, install_volcano_crds=False, install_tfjob_crd=False
         )
-        self.real = RealApiServer(options)
+        self.real = self._new(options)
         await asyncio.to_thread(self.real.start)
         self.url, self.ca_pem, self.admin_token = self.real.url, self.real.ca_pem, self.real.token
+
+    def _new(self, options: RealApiServerOptions) -> RealApiServer:
+        return RealApiServer(options)
 
     async def stop(self) -> None:
         if self.real is not None:
@@ -104,9 +115,23 @@ class KubeApiServer:
         return await asyncio.to_thread(self._real.request_log)
 
 
+class KubeWithVolcano(KubeApiServer):
+    """kube-apiserver of the pinned current release with the real Volcano (``sandbox.realvolcano``)."""
+
+    has_volcano = True
+
+    def _new(self, options: RealApiServerOptions) -> RealApiServer:
+        from sandbox.realvolcano import VolcanoCluster, find_components
+
+        components = find_components()
+        return VolcanoCluster(replace(options, bin_dir=components / "bin"), components=components)
+
+
 def new_api_server(kind: str, workdir: Path, watch_window: int) -> ClusterApiServer:
     if kind == SANDBOX:
         return SandboxApiServer(watch_window)
     if kind == KUBE_APISERVER:
         return KubeApiServer(workdir)
+    if kind == VOLCANO:
+        return KubeWithVolcano(workdir)
     raise ValueError(f"unknown API server {kind!r}; one of {', '.join(KINDS)}")

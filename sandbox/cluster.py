@@ -116,8 +116,9 @@ class ClusterOptions:
     controller_flags: tuple[str, ...] = ()
     """Extra flags of the controller process (``--leader-elect``, lease timings, ...)."""
     apiserver: str = SANDBOX
-    """``sandbox`` (in this process) or ``kube-apiserver`` (a real one with etcd; see
-    ``sandbox.realapiserver``)."""
+    """``sandbox`` (in this process), ``kube-apiserver`` (a real v1.20 with etcd; see
+    ``sandbox.realapiserver``) or ``volcano`` (kube-apiserver v1.37 with the real Volcano, whose
+    scheduler replaces the sandbox's; see ``sandbox.realvolcano``)."""
 
 
 def child_environment() -> dict[str, str]:
@@ -201,8 +202,9 @@ class LocalCluster:
             self.options.apiserver, self.workdir / "apiserver", self.options.watch_window
         )
         await self.server.start(port=self.options.port)
-        for path in VOLCANO_CRD_FILES:
-            await self.server.install_crd_file(path)
+        if not self.server.has_volcano:
+            for path in VOLCANO_CRD_FILES:
+                await self.server.install_crd_file(path)
         self.kubeconfig = Path(
             write_kubeconfig(
                 str(self.options.kubeconfig or self.workdir / "admin.kubeconfig"),
@@ -221,7 +223,8 @@ class LocalCluster:
             )
         api = KubeApi(await make_api_client(str(self.kubeconfig)), user_agent="tfgang-sandbox-cluster")
         try:
-            waits: list[Awaitable[None]] = [self._start_scheduler(api)]
+            # The real Volcano brings its own scheduler; otherwise the sandbox's plays it.
+            waits: list[Awaitable[None]] = [] if self.server.has_volcano else [self._start_scheduler(api)]
             if self.options.nodes:
                 waits.append(self._start_node_agent(api))
             if self.options.operator:

@@ -19,8 +19,10 @@ import sys
 from pathlib import Path
 
 from kube.flags import Flags, number, positive_number
+from sandbox.backends import KINDS, KUBE_APISERVER, SANDBOX, VOLCANO
 from sandbox.cluster import ClusterError, ClusterOptions, LocalCluster
 from sandbox.kubectl import KubectlError, find_kubectl
+from sandbox.realapiserver import RealApiServerError
 from sandbox.seedreplay import (
     EXPERIMENTS,
     ExperimentRecord,
@@ -69,6 +71,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "after each experiment, also print each watch's lines grouped, as the transcript lays them out",
         switch=True,
     )
+    add(
+        "--apiserver",
+        SANDBOX,
+        "the cluster to replay on: the sandbox's API server and scheduler, a real kube-apiserver "
+        "v1.20 (scripts/kube-apiserver), or kube-apiserver v1.37 with the real Volcano "
+        "(scripts/real-components)",
+        choices=list(KINDS),
+    )
     add("--log-level", "WARNING", "log level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -99,11 +109,18 @@ async def replay(args: argparse.Namespace) -> int:
     speed_note = (
         "" if args.speed == 1 else f", sleeps divided by {args.speed:g}, crash back-off {backoff:.1f}s"
     )
+    cluster_parts = {
+        SANDBOX: "the sandbox's API server and scheduler (Volcano-like, binpack)",
+        KUBE_APISERVER: "kube-apiserver v1.20, the sandbox's scheduler (Volcano-like, binpack)",
+        VOLCANO: "kube-apiserver v1.37 and the real Volcano",
+    }[args.apiserver]
     _emit(
-        f"==> starting the local cluster: API server, scheduler (Volcano, binpack), node {NODES}, "
+        f"==> starting the local cluster: {cluster_parts}, node {NODES}, "
         f"tfgang webhook and controller{speed_note}"
     )
-    options = ClusterOptions(nodes=NODES, operator=True, backoff_base=backoff, workdir=args.workdir)
+    options = ClusterOptions(
+        nodes=NODES, operator=True, backoff_base=backoff, workdir=args.workdir, apiserver=args.apiserver
+    )
     records: list[ExperimentRecord] = []
     async with LocalCluster(options) as cluster:
         _emit(f"==> cluster ready: {cluster.url}, kubeconfig {cluster.kubeconfig}")
@@ -146,6 +163,6 @@ def run(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("==> interrupted; the cluster has been stopped", file=sys.stderr)
         return 130
-    except (ClusterError, KubectlError, SeedError, OSError) as error:
+    except (ClusterError, KubectlError, SeedError, RealApiServerError, OSError) as error:
         print(f"tfgang-sandbox demo: {error}", file=sys.stderr)
         return 1

@@ -29,6 +29,7 @@ import datetime
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -76,9 +77,13 @@ BIN_DIR_ENV = "TFGANG_KUBE_BIN_DIR"
 BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "kube-apiserver"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
 ADMIN_USER = "admin"
-# v1.20's names for the controllers the tests need (newer releases call them *-controller);
-# resourcequota keeps each ResourceQuota's usage, without which its admission refuses everything.
+# The controllers the tests need, by the names each release knows them by (v1.28 renamed them
+# *-controller); resourcequota keeps each ResourceQuota's usage, without which its admission
+# refuses everything.
 CONTROLLERS = "garbagecollector,namespace,nodelifecycle,resourcequota"
+CONTROLLERS_SINCE_1_28 = (
+    "garbage-collector-controller,namespace-controller,node-lifecycle-controller,resourcequota-controller"
+)
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
@@ -107,9 +112,7 @@ def find_bin_dir() -> Path:
     else:
         if not BUILD_SCRIPT.exists():
             raise RealApiServerError(f"set {BIN_DIR_ENV}: no {BUILD_SCRIPT} to build kube-apiserver with")
-        built = subprocess.run(
-            ["bash", str(BUILD_SCRIPT), "build"], capture_output=True, check=False
-        )
+        built = subprocess.run(["bash", str(BUILD_SCRIPT), "build"], capture_output=True, check=False)
         if built.returncode != 0:
             tail = built.stderr.decode(errors="replace")[-3000:]
             raise RealApiServerError(f"scripts/kube-apiserver failed with code {built.returncode}:\n{tail}")
@@ -118,6 +121,18 @@ def find_bin_dir() -> Path:
     if missing:
         raise RealApiServerError(f"{directory} lacks {', '.join(missing)}")
     return directory
+
+
+def kube_release(bin_dir: Path) -> tuple[int, int]:
+    """The (major, minor) release of the kube-apiserver in ``bin_dir``, from its ``--version``."""
+    done = subprocess.run(
+        [str(bin_dir / "kube-apiserver"), "--version"], capture_output=True, check=False, timeout=30
+    )
+    text = done.stdout.decode(errors="replace").strip()
+    match = re.search(r"v(\d+)\.(\d+)", text)
+    if done.returncode != 0 or match is None:
+        raise RealApiServerError(f"{bin_dir / 'kube-apiserver'} --version gave no release: {text!r}")
+    return int(match.group(1)), int(match.group(2))
 
 
 def _client_certificate(ca: CertificateAuthority, user: str, groups: Sequence[str]) -> tuple[bytes, bytes]:
@@ -143,7 +158,7 @@ def _client_certificate(ca: CertificateAuthority, user: str, groups: Sequence[st
     return certificate_pem(certificate), private_key_pem(key)
 
 
-def _write(path: Path, content: bytes | str, mode: int = 0o600) -> Path:
+def write_private_file(path: Path, content: bytes | str, mode: int = 0o600) -> Path:
     data = content.encode() if isinstance(content, str) else content
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(descriptor, "wb") as handle:
@@ -183,7 +198,7 @@ class RealApiServerOptions:
 
 
 @dataclass
-class _Child:
+class ChildProcess:
     name: str
     argv: list[str]
     log_path: Path
@@ -233,11 +248,13 @@ class RealApiServer:
     token: str = field(init=False, default="")
     kubeconfig: str = field(init=False, default="")
     etcd_url: str = field(init=False, default="")
+    release: tuple[int, int] = field(init=False, default=(0, 0))
+    """kube-apiserver's (major, minor), known once started."""
 
     def __post_init__(self) -> None:
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._ca: CertificateAuthority | None = None
-        self._children: dict[str, _Child] = {}
+        self._children: dict[str, ChildProcess] = {}
         self._audit_offset = 0
         self._kubectl = find_kubectl()
 
@@ -274,16 +291,17 @@ class RealApiServer:
         for directory in (pki, self.log_dir, self.workdir / "etcd"):
             directory.mkdir(parents=True, exist_ok=True)
 
+        self.release = kube_release(bin_dir)
         self._ca = new_ca("tfgang-kube-apiserver-ca")
         self.ca_pem = self._ca.cert_pem
         serving = issue_serving_certificate(self._ca, ["localhost"], ip_addresses=["127.0.0.1"])
         sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.token = secrets.token_hex(16)
         files = {
-            "ca": _write(pki / "ca.crt", self.ca_pem),
-            "cert": _write(pki / "apiserver.crt", serving.cert_pem),
-            "key": _write(pki / "apiserver.key", serving.key_pem),
-            "sa-key": _write(
+            "ca": write_private_file(pki / "ca.crt", self.ca_pem),
+            "cert": write_private_file(pki / "apiserver.crt", serving.cert_pem),
+            "key": write_private_file(pki / "apiserver.key", serving.key_pem),
+            "sa-key": write_private_file(
                 pki / "sa.key",
                 sa_key.private_bytes(
                     serialization.Encoding.PEM,
@@ -291,21 +309,25 @@ class RealApiServer:
                     serialization.NoEncryption(),
                 ),
             ),
-            "sa-pub": _write(
+            "sa-pub": write_private_file(
                 pki / "sa.pub",
                 sa_key.public_key().public_bytes(
                     serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
                 ),
             ),
-            "tokens": _write(pki / "tokens.csv", f"{self.token},{ADMIN_USER},admin-uid,system:masters\n"),
-            "audit-policy": _write(self.workdir / "audit-policy.yaml", yaml.safe_dump(AUDIT_POLICY)),
+            "tokens": write_private_file(
+                pki / "tokens.csv", f"{self.token},{ADMIN_USER},admin-uid,system:masters\n"
+            ),
+            "audit-policy": write_private_file(
+                self.workdir / "audit-policy.yaml", yaml.safe_dump(AUDIT_POLICY)
+            ),
         }
 
         etcd_port, peer_port = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{etcd_port}"
         port = options.port or free_port()
         self.url = f"https://127.0.0.1:{port}"
-        self._children["etcd"] = _Child("etcd", [
+        self._children["etcd"] = ChildProcess("etcd", [
             str(bin_dir / "etcd"), "--data-dir", str(self.workdir / "etcd"),
             "--listen-client-urls", self.etcd_url, "--advertise-client-urls", self.etcd_url,
             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
@@ -313,10 +335,10 @@ class RealApiServer:
             "--initial-cluster", f"default=http://127.0.0.1:{peer_port}",
             "--unsafe-no-fsync",
         ], self.log_dir / "etcd.log")  # fmt: skip
-        self._children["kube-apiserver"] = _Child("kube-apiserver", [
+        self._children["kube-apiserver"] = ChildProcess("kube-apiserver", [
             str(bin_dir / "kube-apiserver"),
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={port}",
-            "--insecure-port=0", f"--etcd-servers={self.etcd_url}",
+            f"--etcd-servers={self.etcd_url}",
             f"--cert-dir={pki}", f"--tls-cert-file={files['cert']}",
             f"--tls-private-key-file={files['key']}", f"--client-ca-file={files['ca']}",
             f"--token-auth-file={files['tokens']}", "--authorization-mode=RBAC",
@@ -326,12 +348,15 @@ class RealApiServer:
             "--allow-privileged=true", "--endpoint-reconciler-type=none",
             f"--audit-policy-file={files['audit-policy']}", f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json", "--audit-log-mode=blocking",
+            # Before v1.24 an HTTP port without authentication is open unless turned off.
+            *(["--insecure-port=0"] if self.release < (1, 24) else []),
         ], self.log_dir / "kube-apiserver.log")  # fmt: skip
-        self._children["kube-controller-manager"] = _Child("kube-controller-manager", [
+        self._children["kube-controller-manager"] = ChildProcess("kube-controller-manager", [
             str(bin_dir / "kube-controller-manager"),
             f"--kubeconfig={self.workdir / 'admin.kubeconfig'}", "--leader-elect=false",
-            f"--controllers={CONTROLLERS}", f"--service-account-private-key-file={files['sa-key']}",
-            "--port=0", "--secure-port=0",
+            f"--controllers={CONTROLLERS if self.release < (1, 28) else CONTROLLERS_SINCE_1_28}",
+            f"--service-account-private-key-file={files['sa-key']}", "--secure-port=0",
+            *(["--port=0"] if self.release < (1, 24) else []),
             # Nodes whose agent stopped answering are noticed quickly in tests.
             "--node-monitor-period=2s",
         ], self.log_dir / "kube-controller-manager.log")  # fmt: skip
@@ -494,7 +519,7 @@ class RealApiServer:
     def install_crd_file(self, path: str) -> None:
         """Create or replace the CRD(s) in a YAML file and wait until they are served."""
         self.apply_file(path)
-        self._run_kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", path)
+        self.run_kubectl("wait", "--for=condition=Established", "--timeout=30s", "-f", path)
 
     def apply_file(self, path: str) -> None:
         """Create or replace every object in a YAML file, as the admin. Not ``kubectl apply``:
@@ -508,13 +533,13 @@ class RealApiServer:
 
     def _create_or_replace(self, source: list[str], stdin: str | None) -> None:
         try:
-            self._run_kubectl("create", "--validate=false", *source, stdin=stdin)
+            self.run_kubectl("create", "--validate=false", *source, stdin=stdin)
         except RealApiServerError as error:
             if "AlreadyExists" not in str(error):
                 raise
-            self._run_kubectl("replace", "--validate=false", *source, stdin=stdin)
+            self.run_kubectl("replace", "--validate=false", *source, stdin=stdin)
 
-    def _run_kubectl(self, *args: str, stdin: str | None = None) -> str:
+    def run_kubectl(self, *args: str, stdin: str | None = None) -> str:
         done = subprocess.run(
             [self._kubectl, "--kubeconfig", self.kubeconfig, *args],
             input=stdin.encode() if stdin is not None else None,

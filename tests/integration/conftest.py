@@ -2,9 +2,11 @@
 whole session, a fresh namespace per test, and a dedicated user for the controller so the
 request log tells its requests apart.
 
-Every test runs twice: on the sandbox API server and on a real kube-apiserver v1.20 with etcd
-(``sandbox.realapiserver``; built by ``scripts/kube-apiserver`` on first use). The marks
-``sandbox_apiserver`` and ``kube_apiserver`` select one of them (``-m kube_apiserver``).
+Every test runs three times: on the sandbox API server, on a real kube-apiserver v1.20 with etcd
+(``sandbox.realapiserver``; built by ``scripts/kube-apiserver`` on first use) and on
+kube-apiserver v1.37 with the real Volcano (``sandbox.realvolcano``; built by
+``scripts/real-components``). The marks ``sandbox_apiserver``, ``kube_apiserver`` and
+``volcano_apiserver`` select one of them (``-m volcano_apiserver``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 
 from kube.resources import NAMESPACES
-from sandbox.backends import SANDBOX
+from sandbox.backends import SANDBOX, VOLCANO
 from tests.apiservers import API_SERVERS, apply_api_server_marks
 
 from .cluster import Cluster
@@ -37,6 +39,10 @@ def apiserver(request: pytest.FixtureRequest) -> Iterator[Any]:
             from sandbox.testing import start_apiserver
 
             handle: Any = stack.enter_context(start_apiserver())
+        elif request.param == VOLCANO:
+            from sandbox.realvolcano import start_volcano_cluster
+
+            handle = stack.enter_context(start_volcano_cluster())
         else:
             from sandbox.realapiserver import start_real_apiserver
 

@@ -1,8 +1,9 @@
 """The sandbox's Volcano-like gang scheduler for integration tests, with nodes of the test's choice.
 
 Most integration tests play Volcano by writing PodGroup phases themselves; the tests of what the
-TFJob says about a waiting gang need Volcano's own words, so they run the real scheduler
-(``sandbox.scheduler``) in-process against the session's API server, on nodes registered here
+TFJob says about a waiting gang need Volcano's own words, so they run a real scheduler against the
+session's API server: the real Volcano's where it is installed (``sandbox.realvolcano``), else
+the sandbox's (``sandbox.scheduler``) in-process, on nodes registered here
 (no kubelet: bound pods stay Pending, which is all these tests need). The nodes' Ready condition is
 kept fresh as a kubelet's heartbeat would: on kube-apiserver, kube-controller-manager's node
 lifecycle controller marks a node that stops reporting Ready=Unknown and taints it unreachable
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from kube.events import EventRecorder
 from kube.patches import PatchType
 from kube.resources import NODES
 from kubeobjects.times import format_time
+from sandbox.realvolcano import VolcanoCluster
 from sandbox.scheduler.runner import Scheduler, SchedulerOptions
 
 # Big enough that what earlier tests left behind in their namespaces never crowds these tests out.
@@ -50,28 +52,40 @@ def node(
     }
 
 
+def runs_real_volcano(apiserver: Any) -> bool:
+    """Whether the session's API server has the real Volcano beside it (its scheduler runs)."""
+    return isinstance(apiserver, VolcanoCluster)
+
+
 @contextlib.asynccontextmanager
-async def gang_scheduler(kubeconfig: str, nodes: Sequence[dict[str, Any]]) -> AsyncIterator[KubeApi]:
-    """Register ``nodes`` (Ready, roomy) and run the gang scheduler until the block ends."""
-    api = KubeApi(await make_api_client(kubeconfig), qps=1000.0, burst=1000)
+async def gang_scheduler(
+    apiserver: Any, nodes: Sequence[dict[str, Any]], capacity: Mapping[str, str] = ROOMY
+) -> AsyncIterator[KubeApi]:
+    """Register ``nodes`` (Ready, each with ``capacity``) and, unless the real Volcano's scheduler
+    already runs beside the API server, run the sandbox's gang scheduler until the block ends."""
+    api = KubeApi(await make_api_client(str(apiserver.kubeconfig)), qps=1000.0, burst=1000)
     recorder = EventRecorder(api, "volcano")
     names = [str(n["metadata"]["name"]) for n in nodes]
     for body in nodes:
         await api.create(NODES, dict(body))
-    await _report_ready(api, names)
+    await _report_ready(api, names, capacity)
     await _lift_condition_taints(api, names)
 
     async def heartbeats() -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             with contextlib.suppress(Exception):  # a missed beat is made up by the next one
-                await _report_ready(api, names)
+                await _report_ready(api, names, capacity)
 
     beating = asyncio.create_task(heartbeats())
-    scheduler = Scheduler(
-        api, recorder, SchedulerOptions(period=0.5, min_interval=0.1, volcano_sync_grace=0.5)
-    )
-    task = asyncio.create_task(scheduler.run())
+    task: asyncio.Task[Any]
+    if runs_real_volcano(apiserver):
+        task = asyncio.create_task(asyncio.Event().wait())
+    else:
+        scheduler = Scheduler(
+            api, recorder, SchedulerOptions(period=0.5, min_interval=0.1, volcano_sync_grace=0.5)
+        )
+        task = asyncio.create_task(scheduler.run())
     try:
         yield api
     finally:
@@ -94,10 +108,10 @@ async def _lift_condition_taints(api: KubeApi, names: Sequence[str]) -> None:
             await api.patch(NODES, name, {"spec": {"taints": kept}}, patch_type=PatchType.MERGE)
 
 
-async def _report_ready(api: KubeApi, names: Sequence[str]) -> None:
+async def _report_ready(api: KubeApi, names: Sequence[str], capacity: Mapping[str, str]) -> None:
     now = format_time(datetime.now(UTC))
     ready = {"type": "Ready", "status": "True", "reason": "KubeletReady",
              "lastHeartbeatTime": now, "lastTransitionTime": now}  # fmt: skip
-    status = {"capacity": ROOMY, "allocatable": ROOMY, "conditions": [ready]}
+    status = {"capacity": dict(capacity), "allocatable": dict(capacity), "conditions": [ready]}
     for name in names:
         await api.patch(NODES, name, {"status": status}, patch_type=PatchType.MERGE, subresource="status")

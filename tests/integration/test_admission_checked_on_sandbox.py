@@ -63,7 +63,7 @@ async def recorded_pods(cluster: Cluster) -> AsyncIterator[list[tuple[str, dict[
 async def scheduler_and_node_agent(apiserver: Any, state_dir: Path) -> AsyncIterator[None]:
     """The sandbox's scheduler and node agent on one fresh node, until the block ends."""
     name = f"admission-{uuid.uuid4().hex[:6]}"
-    async with gang_scheduler(str(apiserver.kubeconfig), [node(name)]):
+    async with gang_scheduler(apiserver, [node(name)]):
         api = KubeApi(await make_api_client(str(apiserver.kubeconfig)), qps=1000.0, burst=1000)
         options = AgentOptions(nodes=tuple(parse_nodes(f"{name}:cpu=8,memory=32Gi")), state_dir=state_dir)
         agent = NodeAgent(api, options)

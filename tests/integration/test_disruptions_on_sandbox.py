@@ -114,7 +114,7 @@ async def test_a_preempted_collective_restarts_as_a_gang_without_touching_backof
     urgent["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["priorityClassName"] = urgent_class
     config = controller_config(namespace=ns)
     async with (
-        gang_scheduler(str(apiserver.kubeconfig), [node(f"preempt-{suffix}")]) as admin,
+        gang_scheduler(apiserver, [node(f"preempt-{suffix}")]) as admin,
         running_controller(controller_kubeconfig, config),
         kubelet_removing_terminated_pods(cluster),
     ):
@@ -182,7 +182,7 @@ async def test_a_ps_job_whose_worker_is_evicted_replaces_only_that_worker(
     ns = cluster.namespace
     job = simple_job("withps", ns, workers=2, ps=1, run_policy={"backoffLimit": 0})
     async with (
-        gang_scheduler(str(apiserver.kubeconfig), [node(f"evict-{uuid.uuid4().hex[:6]}")]),
+        gang_scheduler(apiserver, [node(f"evict-{uuid.uuid4().hex[:6]}")]),
         running_controller(controller_kubeconfig, controller_config(namespace=ns)),
         kubelet_removing_terminated_pods(cluster),
     ):
@@ -219,7 +219,7 @@ async def test_a_collective_whose_worker_is_evicted_through_the_eviction_api_res
     ns = cluster.namespace
     job = simple_job("evicted", ns, workers=2, run_policy={"backoffLimit": 0})
     async with (
-        gang_scheduler(str(apiserver.kubeconfig), [node(f"evict-{uuid.uuid4().hex[:6]}")]),
+        gang_scheduler(apiserver, [node(f"evict-{uuid.uuid4().hex[:6]}")]),
         running_controller(controller_kubeconfig, controller_config(namespace=ns)),
         kubelet_removing_terminated_pods(cluster),
     ):

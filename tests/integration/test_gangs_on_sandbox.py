@@ -52,7 +52,7 @@ async def test_a_job_with_min_available_below_its_total_waits_until_its_ps_fits(
     job["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["nodeSelector"] = {PS_HOST_LABEL: ps_host}
     config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
     async with (
-        gang_scheduler(str(apiserver.kubeconfig), [node(host)]) as admin,
+        gang_scheduler(apiserver, [node(host)]) as admin,
         running_controller(controller_kubeconfig, config),
     ):
         await cluster.create_job(job)
@@ -118,7 +118,7 @@ async def test_a_hard_topology_job_waits_with_the_topology_reason_then_runs_insi
         spec["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "600", "memory": "10Mi"}}
     config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
     async with (
-        gang_scheduler(str(apiserver.kubeconfig), [node(host) for host in hosts]) as admin,
+        gang_scheduler(apiserver, [node(host) for host in hosts]) as admin,
         running_controller(controller_kubeconfig, config),
     ):
         for switch, host in zip(switches, hosts, strict=True):

@@ -67,7 +67,7 @@ async def test_a_suspended_job_runs_with_the_templates_kueue_gave_it_and_stops_w
     job = simple_job("queued", ns, workers=2, run_policy={"suspend": True})
     job["metadata"]["labels"] = {QUEUE_LABEL: "team-a"}
     async with (
-        gang_scheduler(str(apiserver.kubeconfig), [node(host, taints=[taint], labels={"pool": "a"})]),
+        gang_scheduler(apiserver, [node(host, taints=[taint], labels={"pool": "a"})]),
         running_controller(controller_kubeconfig, controller_config(namespace=ns)),
     ):
         original = await cluster.create_job(job)

@@ -65,7 +65,7 @@ async def test_an_unschedulable_gang_is_explained_until_it_is_admitted(
     taint = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
     config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
     async with (
-        gang_scheduler(str(apiserver.kubeconfig), [node(host, taints=[taint])]),
+        gang_scheduler(apiserver, [node(host, taints=[taint])]),
         running_controller(controller_kubeconfig, config),
     ):
         await cluster.create_job(simple_job("tainted", ns, workers=2))
@@ -113,7 +113,7 @@ async def test_a_queue_without_room_is_explained_while_the_pods_are_held_back(
         spec["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
     config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
     async with (
-        gang_scheduler(str(apiserver.kubeconfig), [node(f"big-{uuid.uuid4().hex[:6]}")]) as admin,
+        gang_scheduler(apiserver, [node(f"big-{uuid.uuid4().hex[:6]}")]) as admin,
         running_controller(controller_kubeconfig, config),
     ):
         await admin.create(
@@ -163,6 +163,35 @@ async def test_a_pod_the_api_refuses_is_explained_on_the_tfjob(
 
         event = await _the_failed_create_event(cluster, "refused")
         assert event["type"] == "Warning" and "Side_Car" in event["message"]
+
+
+@pytest.mark.only_with_real_volcano("Volcano's admission refuses a PodGroup whose queue is missing")
+async def test_a_podgroup_volcano_refuses_is_explained_on_the_tfjob_until_its_queue_exists(
+    cluster: Cluster, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    queue = f"missing-{uuid.uuid4().hex[:6]}"
+    job = simple_job("unqueued", ns, run_policy={"schedulingPolicy": {"queue": queue}})
+    async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
+        await cluster.create_job(job)
+        message = await _message_containing(
+            cluster, "unqueued", "PodGroup unqueued cannot be created", f"unable to find queue: {queue}"
+        )
+        assert message.startswith("TFJob unqueued is created. PodGroup unqueued cannot be created: 400 ")
+        assert await cluster.podgroup("unqueued") is None
+
+        await cluster.api.create(
+            QUEUES_V1BETA1,
+            {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+             "metadata": {"name": queue}, "spec": {"weight": 1}},
+        )  # fmt: skip
+        try:
+            await eventually(
+                lambda: cluster.podgroup("unqueued"), 60, what="the PodGroup once its queue exists"
+            )
+            await _message_back_to_plain(cluster, "unqueued", within=60)
+        finally:
+            await cluster.api.delete(QUEUES_V1BETA1, queue)
 
 
 @pytest.mark.only_on_kube_apiserver("the sandbox has no ResourceQuota admission")
