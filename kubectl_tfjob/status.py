@@ -41,7 +41,7 @@ class Countdown(TypedDict):
 class Restarts(TypedDict):
     counted: int
     backoffLimit: int | None
-    disruptions: NotRequired[int]  # status.disruptions: gang restarts, never counted (D18)
+    disruptions: NotRequired[int]  # status.disruptions: each counted once, never toward backoffLimit (D18)
 
 
 # Why a job has no PodGroup: the controller has not made it yet, or deleted it with the job's end

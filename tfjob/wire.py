@@ -100,6 +100,11 @@ class GangRestart(TypedDict, total=False):
     reason: str  # its DisruptionTarget reason, or PodDeleted
 
 
+class DisruptedPod(TypedDict, total=False):
+    name: str
+    uid: str
+
+
 class JobStatus(TypedDict, total=False):
     conditions: list[JobCondition]
     replicaStatuses: dict[str, ReplicaStatus]
@@ -109,10 +114,12 @@ class JobStatus(TypedDict, total=False):
     # tfgang's own (D2): recreations of failed pods, per replica type, so that backoffLimit
     # counts them across controller restarts. Unknown to upstream clients, who ignore it.
     restartCounts: dict[str, int]
-    # tfgang's own: pods ended by a disruption that restarted the gang (never counted toward
-    # backoffLimit), and the gang restart in progress, present until its pods are created again.
+    # tfgang's own (D18): disruptions, each counted once (a gang restart counts one) and never
+    # toward backoffLimit; the gang restart in progress, present until its pods are created again;
+    # and, in per-replica mode, the disrupted pods already counted, until they are gone.
     disruptions: int
     gangRestart: GangRestart
+    disruptedPods: list[DisruptedPod]
 
 
 class _Envelope(TypedDict, total=False):

@@ -209,6 +209,9 @@ async def test_a_ps_job_whose_worker_is_evicted_replaces_only_that_worker(
         assert condition(running, "Failed") is None
         assert "gangRestart" not in running["status"]
         assert "restartCounts" not in running["status"]
+        # Seen terminating over several passes, counted once; forgotten once it is gone.
+        assert running["status"]["disruptions"] == 1
+        assert "disruptedPods" not in running["status"]
         assert second["withps-worker-1"] == now["withps-worker-1"]
 
 

@@ -110,6 +110,7 @@ def real_world_job() -> dict[str, Any]:
         "restartCounts": {"Worker": 2},
         "disruptions": 1,
         "gangRestart": {"pod": "tj-worker-1", "reason": "PreemptionByScheduler"},
+        "disruptedPods": [{"name": "tj-worker-1", "uid": "8e1f0a52-3c1d-4d7e-9a43-1b2c3d4e5f60"}],
     }
     return dict(job)
 
@@ -169,6 +170,8 @@ def broken(path: list[str | int], value: Any) -> dict[str, Any]:
         (["status", "restartCounts", "Worker"], "2"),
         (["status", "disruptions"], "1"),
         (["status", "gangRestart", "pod"], 1),
+        (["status", "disruptedPods"], "tj-worker-1"),
+        (["status", "disruptedPods", 0, "uid"], 1),
         (["status", "replicaStatuses", "Worker", "active"], "3"),
     ],
 )

@@ -32,6 +32,7 @@ from tfjob.constants import (
 from tfjob.facts import JobFacts
 from tfjob.planner.actions import NORMAL, DeleteJob, DeletePod, DeletePodGroup, DeleteService
 from tfjob.planner.conditions import FALSE, TRUE, find_condition, is_true
+from tfjob.planner.disruption import count_disruptions, end_disruptions_in_progress
 from tfjob.planner.draft import COUNTER_DELETED, COUNTER_FAILED, COUNTER_SUCCESSFUL, Draft
 from tfjob.planner.limits import backoff_verdict, deadline_verdict
 from tfjob.planner.observed import (
@@ -46,8 +47,10 @@ JOB_TERMINATED_MESSAGE = "Job has been terminated. Deleting PodGroup"
 
 
 def finish_job(draft: Draft, verdict: Verdict, *, event_type: str = NORMAL) -> None:
-    """Set the terminal condition, completionTime, the event and the counter of a finishing job."""
+    """Set the terminal condition, completionTime, the event and the counter of a finishing job;
+    a gang restart or pod replacement in progress ends with it (D18)."""
     draft.set_condition(verdict.type, TRUE, verdict.reason, verdict.message)
+    end_disruptions_in_progress(draft.status)
     draft.status.setdefault("completionTime", draft.timestamp)
     draft.emit(event_type, verdict.reason, verdict.message)
     draft.count(COUNTER_SUCCESSFUL if verdict.type == COND_SUCCEEDED else COUNTER_FAILED)
@@ -109,8 +112,10 @@ def cleanup_finished(draft: Draft, facts: JobFacts, children: Children) -> None:
 
     A job torn down by a backoff, deadline or gang-timeout failure keeps being torn down on
     later passes, whatever its cleanPodPolicy: a deletion that failed in the failing pass is
-    retried instead of leaving that child behind for good (D3).
+    retried instead of leaving that child behind for good (D3). A restart marker an older
+    version left on a finished job goes too (D18).
     """
+    end_disruptions_in_progress(draft.status)
     if was_torn_down(draft, facts):
         delete_everything(draft, children.pods, children.services)
     else:
@@ -161,6 +166,7 @@ def suspend(draft: Draft, facts: JobFacts, children: Children) -> None:
     """Suspended and not finished: no children, no active replicas, Running off, Suspended on."""
     delete_everything(draft, children.pods, children.services)
     delete_podgroup(draft, children.podgroup, announce=False)
+    count_disruptions(draft.status, children.pods, ())  # forget the counted pods once they are gone
     statuses = draft.status.get("replicaStatuses")
     if isinstance(statuses, dict):
         idle: dict[str, ReplicaStatus] = {}

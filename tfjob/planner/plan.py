@@ -74,6 +74,7 @@ from tfjob.planner.cleanup import (
 from tfjob.planner.conditions import TRUE, find_condition, is_finished, is_true
 from tfjob.planner.disruption import (
     Disruption,
+    count_disruptions,
     first_disruption,
     gang_restart_of,
     recorded_disruptions,
@@ -182,6 +183,8 @@ def _run_active_job(
     restart = gang_restart_of(draft.status)
     disruptions = [found for analysis in analyses.values() for found in analysis.disruptions]
     restarting_gang = restart is not None or (bool(disruptions) and facts.gang_restart)
+    # Per replica, every disrupted pod counts once; a gang restart counts itself once, below.
+    count_disruptions(draft.status, pods, () if restarting_gang else disruptions)
     # A gang being restarted has no failures to count: its pods are going because tfgang said so.
     if not restarting_gang and past_backoff_limit(facts, draft.status, analyses.values()):
         fail_and_tear_down(draft, facts, backoff_verdict(facts), children)
@@ -239,6 +242,9 @@ def _restart_gang(
         assert disruption is not None
         draft.status["gangRestart"] = {"pod": disruption.pod, "reason": disruption.reason}
         draft.status["disruptions"] = recorded_disruptions(draft.status) + 1
+        # The wait for re-admission is a new wait: D14's gang timeout counts from its start (the
+        # first pass with the old pods gone), not from an earlier wait of this job.
+        draft.status.pop("lastReconcileTime", None)
         verdict = gang_restart_verdict(facts, disruption)
         draft.set_condition(verdict.type, TRUE, verdict.reason, verdict.message)
         draft.emit(WARNING, REASON_RESTARTING, verdict.message)
