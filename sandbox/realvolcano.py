@@ -12,8 +12,9 @@ component as a child process on loopback instead of a Deployment:
   one the same way); the pod webhooks are enabled beside the chart's defaults, as
   ``custom.enabled_admissions`` allows, so that tfgang's and Volcano's both see pod CREATE;
 - vc-controller-manager with the chart's arguments (queue, PodGroup, job, garbage collection);
-- vc-scheduler with the chart's arguments and its default configuration, in a folder of its own
-  (it watches the folder and reloads on every event there); ``set_scheduler_conf`` rewrites it;
+- vc-scheduler with the chart's arguments and its default configuration plus the
+  ``network-topology-aware`` plugin (``volcano_scheduler_conf``), in a folder of its own (it
+  watches the folder and reloads on every event there); ``set_scheduler_conf`` rewrites it;
   the scheduler makes the ``default`` and ``root`` queues, the controller opens them.
 
 ``start_volcano(apiserver, components)`` is a context manager; ``python -m sandbox.realvolcano
@@ -76,6 +77,7 @@ ADMISSIONS = (
     "/jobs/mutate,/jobs/validate,/podgroups/validate,/queues/mutate,/queues/validate,"
     "/hypernodes/validate,/cronjobs/validate,/pods/validate,/pods/mutate"
 )
+TOPOLOGY_PLUGIN = "network-topology-aware"
 # Arguments that place a component inside a Pod (mounted files, the Service, addresses); the
 # same things are given here as files and loopback addresses.
 PLACEMENT_FLAGS = (
@@ -131,10 +133,16 @@ def _container_args(objects: list[dict[str, Any]], deployment: str) -> list[str]
 
 
 def volcano_scheduler_conf(components: Path) -> str:
-    """The chart's default scheduler configuration (``volcano-scheduler.conf``)."""
+    """The chart's default scheduler configuration (``volcano-scheduler.conf``), with the
+    ``network-topology-aware`` plugin added to its last tier: without it Volcano ignores a
+    PodGroup's ``networkTopology``, so a cluster that uses the feature turns it on."""
     configmap = _object(render_volcano(components), "ConfigMap", "volcano-scheduler-configmap")
     data: dict[str, str] = configmap["data"]
-    return next(iter(data.values()))
+    conf = yaml.safe_load(next(iter(data.values())))
+    plugins = conf["tiers"][-1]["plugins"]
+    if not any(plugin.get("name") == TOPOLOGY_PLUGIN for plugin in plugins):
+        plugins.append({"name": TOPOLOGY_PLUGIN})
+    return str(yaml.safe_dump(conf, sort_keys=False))
 
 
 @dataclass

@@ -24,6 +24,7 @@ from sandbox.backends import SANDBOX, VOLCANO
 from tests.apiservers import API_SERVERS, apply_api_server_marks
 
 from .cluster import Cluster
+from .leftovers import remove_jobs_and_gangs
 from .operator import CONTROLLER_USER, WebhookHandle, running_webhook
 from .rbac_audit import controller_requests, denied_requests
 
@@ -73,10 +74,12 @@ def workdir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def cluster(apiserver: Any, webhook: WebhookHandle) -> AsyncIterator[Cluster]:
-    """An admin client on a fresh namespace, with the webhook registered."""
+    """An admin client on a fresh namespace, with the webhook registered; the test's jobs,
+    PodGroups and pods are removed afterwards (``leftovers``)."""
     namespace = f"it-{uuid.uuid4().hex[:8]}"
     async with Cluster.connect(str(apiserver.kubeconfig), namespace) as connected:
         await connected.api.create(
             NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
         )
         yield connected
+        await remove_jobs_and_gangs(connected)

@@ -1,7 +1,8 @@
 """Leave no resources held behind: integration tests share one API server and never delete their
-namespaces, and the gang scheduler of a later test counts every bound pod and every admitted
-PodGroup against its queue. Tests whose gangs ask for much remove their jobs, PodGroups and pods
-(at once: no kubelet runs to finish a graceful delete) before they end."""
+namespaces, and a gang scheduler -- the real Volcano's runs beside v1.37 all session long --
+counts every bound pod and every admitted PodGroup against its queue (a gang that does not fit
+what earlier tests left is never enqueued). After each test the ``cluster`` fixture removes its
+jobs, PodGroups and pods (at once: no kubelet runs to finish a graceful delete)."""
 
 from __future__ import annotations
 

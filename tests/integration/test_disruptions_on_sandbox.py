@@ -23,16 +23,10 @@ from kube.resources import PODS, PRIORITY_CLASSES, QUEUES_V1BETA1
 
 from .cluster import Cluster, condition, container_status, eventually, last_state, simple_job
 from .gang import gang_scheduler, node
-from .leftovers import remove_jobs_and_gangs
 from .operator import controller_config, running_controller
 
 TERMINATION_SECONDS = 3.0  # how long an evicted pod stays terminating before the "kubelet" removes it
 
-
-@pytest.fixture(autouse=True)
-async def _nothing_held_afterwards(cluster: Cluster) -> AsyncIterator[None]:
-    yield
-    await remove_jobs_and_gangs(cluster)
 
 
 @contextlib.asynccontextmanager

@@ -12,10 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from kube.errors import NotFound
 from kube.patches import PatchType
@@ -24,17 +21,11 @@ from sandbox.scheduler.runner import HYPERNODES
 
 from .cluster import Cluster, condition, eventually, simple_job
 from .gang import gang_scheduler, node
-from .leftovers import remove_jobs_and_gangs
 from .operator import controller_config, running_controller
 
 GRACE = 1.0  # the controller reports a reason once it has held this long
 PS_HOST_LABEL = "tfgang.test/ps-host"
 
-
-@pytest.fixture(autouse=True)
-async def _nothing_held_afterwards(cluster: Cluster) -> AsyncIterator[None]:
-    yield
-    await remove_jobs_and_gangs(cluster)
 
 
 def _bound(pods: dict[str, dict[str, Any]]) -> list[str]:
