@@ -442,8 +442,8 @@ def _field_errors(
         actual = _json_type(value)
         expected = ",".join(rule) if isinstance(rule, list) else str(rule)
         expected = expected.removesuffix(",null")
-        checked_format = node.get("format", _DEFAULT_INTEGER_FORMAT)
-        if value is not None and checked_format != _DEFAULT_INTEGER_FORMAT:
+        schema_format = node.get("format")  # one the release keeps: the translation dropped the rest
+        if value is not None and schema_format not in (None, _DEFAULT_INTEGER_FORMAT):
             # kube-openapi's type check of a formatted field: a string or a list passes it unless
             # the field is numeric; any other value is named by its Go format, the field by its own.
             if isinstance(value, str | list):
@@ -451,7 +451,7 @@ def _field_errors(
                     return []
             else:
                 actual = _go_format(value)
-                expected = checked_format
+                expected = schema_format
         type_error = FieldError(path, wrong_type, f'{where} must be of type {expected}: "{actual}"', actual)
         if node.get(_INT_OR_STRING_ANY_OF):
             return [type_error, *_any_of_errors(path, value, release)]
