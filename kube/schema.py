@@ -16,6 +16,10 @@ value``).
 Of the CEL rules (``x-kubernetes-validations``, which kube-apiserver v1.20 ignores) only the
 immutability rule ``self == oldSelf`` is evaluated, on updates.
 
+The answers are the current release's (v1.37), or v1.20's (``Release``): paths, reasons, some
+messages, the numeric formats and the CEL rules left unchecked differ (docs/architecture.md, "The
+CRD schema, one rule book").
+
 Generic machinery: it knows CRDs, not TFJobs. Nothing on the webhook's request path uses it.
 """
 
@@ -33,7 +37,7 @@ from typing import Any, Final
 import jsonschema
 from jsonschema import Draft4Validator, Draft6Validator, FormatChecker, ValidationError
 
-from kubeobjects.fielderrors import ErrorType, FieldError, unsupported
+from kubeobjects.fielderrors import GO_NIL, ErrorType, FieldError, unsupported
 
 JsonSchema = Mapping[str, Any]
 
@@ -46,6 +50,8 @@ _KubeValidator: Any = jsonschema.validators.extend(  # type: ignore[no-untyped-c
 )
 
 _TRANSITION_RULES: Final = frozenset({"self == oldSelf", "oldSelf == self"})
+# Where apiextensions-apiserver reports an error that names no field (Go's nil *field.Path).
+NIL_PATH: Final = "<nil>"
 
 
 def _date_time(value: object) -> bool:
@@ -69,8 +75,29 @@ def _byte(value: object) -> bool:
     return True
 
 
+# kube-openapi's numeric range check: the value as an integer of the format, or a float32.
+_INTEGER_RANGES: Final = {"int32": 2**31, "int64": 2**63, "": 2**63}
+_FLOAT32_MAX: Final = 3.4028234663852886e38
+# The mark of an int-or-string whose ``anyOf: [integer, string]`` the translation dropped.
+_INT_OR_STRING_ANY_OF: Final = "x-int-or-string-any-of"
+# The name a translated schema gives an integer with no format, so that its int64 check can say so.
+_DEFAULT_INTEGER_FORMAT: Final = "x-default-int64"
+
+
+def _in_integer_range(format_name: str) -> Any:
+    def check(value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return True
+        if isinstance(value, float) and not value.is_integer():
+            return False  # "1.5" is not an integer to strconv.ParseInt
+        limit = _INTEGER_RANGES[format_name]
+        return -limit <= int(value) < limit
+
+    return check
+
+
 def _format_checker() -> FormatChecker:
-    """The string formats kube-apiserver checks; numeric formats (``int32``) it does not, nor here."""
+    """The formats kube-apiserver checks: strings' (here the common ones), and current releases' numbers."""
     checker = FormatChecker(formats=())
     checker.checks("date-time")(_date_time)
     checker.checks("byte")(_byte)
@@ -81,17 +108,80 @@ def _format_checker() -> FormatChecker:
             is not None
         )
     )
+    checker.checks("int32")(_in_integer_range("int32"))
+    checker.checks("int64")(_in_integer_range("int64"))
+    checker.checks(_DEFAULT_INTEGER_FORMAT)(_in_integer_range(""))
+    checker.checks("float")(
+        lambda value: (
+            isinstance(value, bool) or not isinstance(value, int | float) or abs(value) <= _FLOAT32_MAX
+        )
+    )
     return checker
+
+
+# The string formats apiextensions-apiserver keeps (the others it strips, unchecked); here only
+# date-time, byte and uuid are checked, the others kept to name a wrong type as kube-openapi does.
+_STRING_FORMATS: Final = frozenset(
+    {
+        "bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac", "uuid", "uuid3",
+        "uuid4", "uuid5", "isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor",
+        "byte", "password", "date", "duration", "datetime",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Release:
+    """Which kube-apiserver's answers to give. CRD validation answers differently in v1.20, the
+    oldest release tfgang supports, and in v1.37, the current one; each flag is one difference
+    (which release in between made the change is not tracked here)."""
+
+    name: str
+    # ``spec.tags[1]`` (current) or ``spec.tags`` (v1.20): how a list item is named.
+    indexes_list_items: bool
+    # Current: a wrong type is ``FieldValueTypeInvalid``, maxLength ``Too long: may not be more
+    # than 5 bytes``, maxItems/maxProperties ``Too many: 3: must have at most 2 items``, and
+    # minProperties shows the count; v1.20: all ``FieldValueInvalid`` in kube-openapi's words,
+    # the properties' limit shown as the value.
+    typed_reasons: bool
+    # Current: ``int32``/``int64`` on integers and ``float``/``double`` on numbers are kept and
+    # checked (a range, and a wrong type is named by the format); v1.20 strips them, unchecked.
+    checks_numeric_formats: bool
+    # Current: a schema with CEL rules answers an object with a "blocking" schema error (a wrong
+    # type, Required, Unsupported, Too long, Too many) with one more cause, and evaluates no rule.
+    reports_unchecked_rules: bool
+    # The string formats kept (v1.34 added Kubernetes' short and long names), normalised without "-".
+    string_formats: frozenset[str] = _STRING_FORMATS
+
+
+V1_20: Final = Release("v1.20", False, False, False, False)
+V1_37: Final = Release("v1.37", True, True, True, True, _STRING_FORMATS | {"k8sshortname", "k8slongname"})
+CURRENT: Final = V1_37
+
+UNCHECKED_RULES: Final = (
+    "some validation rules were not checked because the object was invalid; correct the existing "
+    "errors to complete validation"
+)
+_BLOCKING: Final = frozenset(
+    {
+        ErrorType.UNSUPPORTED,
+        ErrorType.REQUIRED,
+        ErrorType.TOO_LONG,
+        ErrorType.TOO_MANY,
+        ErrorType.TYPE_INVALID,
+    }
+)
 
 
 _FORMATS: Final = _format_checker()
 
 
 # --- the schema, translated for jsonschema --------------------------------------------------------
-def to_json_schema(node: Any) -> Any:
-    """An ``openAPIV3Schema`` node as a Draft 4 JSON Schema: ``nullable`` and int-or-string made types."""
+def to_json_schema(node: Any, release: Release = CURRENT) -> Any:
+    """An ``openAPIV3Schema`` node as a Draft 4 JSON Schema: ``nullable`` and int-or-string made types,
+    the formats ``release`` does not check dropped."""
     if isinstance(node, list):
-        return [to_json_schema(item) for item in node]
+        return [to_json_schema(item, release) for item in node]
     if not isinstance(node, Mapping):
         return node
     translated: dict[str, Any] = {}
@@ -99,18 +189,42 @@ def to_json_schema(node: Any) -> Any:
         if key.startswith("x-kubernetes-") or key in ("nullable", "default", "description", "example"):
             continue
         if key in ("properties", "definitions", "patternProperties"):
-            translated[key] = {name: to_json_schema(child) for name, child in value.items()}
+            translated[key] = {name: to_json_schema(child, release) for name, child in value.items()}
         else:
-            translated[key] = to_json_schema(value)
+            translated[key] = to_json_schema(value, release)
     if node.get("x-kubernetes-int-or-string"):
         # The ``anyOf: [integer, string]`` a structural schema may carry says the same as the type.
-        if _is_int_or_string_any_of(translated.get("anyOf")):
+        if _is_int_or_string_any_of(node.get("anyOf")):
+            # kube-openapi still checks the anyOf, and says so when the type fails (_any_of_errors).
             del translated["anyOf"]
+            translated[_INT_OR_STRING_ANY_OF] = True
         translated["type"] = ["integer", "string"]
+    _keep_checked_format(node, translated, release)
     if node.get("nullable") and "type" in translated:
         kinds = translated["type"]
         translated["type"] = [*(kinds if isinstance(kinds, list) else [kinds]), "null"]
     return translated
+
+
+def _keep_checked_format(node: Mapping[str, Any], translated: dict[str, Any], release: Release) -> None:
+    """apiextensions-apiserver strips the formats it does not check; current releases check an
+    integer's range even with no format (as an int64)."""
+    format_name = str(node.get("format") or "")
+    kind = "" if node.get("x-kubernetes-int-or-string") else str(node.get("type") or "")
+    if release.checks_numeric_formats:
+        kept = {
+            "": format_name.replace("-", "") in release.string_formats,
+            "string": format_name.replace("-", "") in release.string_formats,
+            "integer": format_name in ("int32", "int64"),
+            "number": format_name in ("float", "double"),
+        }.get(kind, False)
+    else:
+        kept = format_name.replace("-", "") in release.string_formats
+    translated.pop("format", None)
+    if kept:
+        translated["format"] = format_name
+    elif release.checks_numeric_formats and kind == "integer":
+        translated["format"] = _DEFAULT_INTEGER_FORMAT
 
 
 def _is_int_or_string_any_of(any_of: object) -> bool:
@@ -126,15 +240,19 @@ class StructuralSchema:
     openapi: JsonSchema
     # With the status subresource, a create ignores the status it is sent (PrepareForCreate).
     status_subresource: bool = False
+    # Whose answers: the current release's unless a test compares with an older one.
+    release: Release = CURRENT
     _validator: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        translated = to_json_schema(self.openapi)
+        translated = to_json_schema(self.openapi, self.release)
         _KubeValidator.check_schema(translated)
         object.__setattr__(self, "_validator", _KubeValidator(translated, format_checker=_FORMATS))
 
     @classmethod
-    def of_crd(cls, crd: Mapping[str, Any], version: str | None = None) -> StructuralSchema:
+    def of_crd(
+        cls, crd: Mapping[str, Any], version: str | None = None, release: Release = CURRENT
+    ) -> StructuralSchema:
         """The schema of ``version`` of a CustomResourceDefinition (default: its storage version)."""
         versions = list((crd.get("spec") or {}).get("versions") or [])
         chosen = next(
@@ -145,7 +263,7 @@ class StructuralSchema:
         schema = (chosen.get("schema") or {}).get("openAPIV3Schema")
         if not isinstance(schema, Mapping):
             raise ValueError(f"version {chosen.get('name')} of the CRD has no openAPIV3Schema")
-        return cls(schema, status_subresource="status" in (chosen.get("subresources") or {}))
+        return cls(schema, "status" in (chosen.get("subresources") or {}), release)
 
     # --- decoding: what kube-apiserver does before validation ---------------------------------------
     def decode(self, obj: dict[str, Any]) -> list[str]:
@@ -168,7 +286,11 @@ class StructuralSchema:
         errors: list[FieldError] = []
         missing_reported: set[tuple[str, str]] = set()
         for error in self._validator.iter_errors(body):
-            errors += _field_errors(error, missing_reported)
+            errors += _field_errors(error, missing_reported, self.release)
+        blocked = any(error.kind in _BLOCKING for error in errors)
+        if blocked and self.release.reports_unchecked_rules and _has_rules(self.openapi):
+            # apiextensions-apiserver evaluates no CEL rule of an object with a blocking error.
+            return [*errors, FieldError(NIL_PATH, ErrorType.INVALID, UNCHECKED_RULES, GO_NIL)]
         if old is not None:
             _transition_errors(self.openapi, body, old, "", errors)
         return errors
@@ -263,10 +385,33 @@ def apply_defaults(schema: JsonSchema, value: Any) -> None:
 
 
 # --- jsonschema's errors as kube-apiserver's field errors ------------------------------------------
-def _path(parts: Iterable[str | int]) -> str:
-    # kube-openapi (v1.20) names a nested field by its keys joined with dots; list items are named
-    # by their list's path, with no index.
-    return ".".join(part for part in parts if isinstance(part, str))
+def _path(parts: Iterable[str | int], release: Release) -> str:
+    # kube-openapi names a nested field by its keys joined with dots, a list item by its index
+    # (``spec.tags[1]``); v1.20 named it by its list's path, with no index.
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]" if release.indexes_list_items else ""
+        else:
+            path = _join(path, part)
+    return path
+
+
+def _has_rules(schema: Any) -> bool:
+    if isinstance(schema, list):
+        return any(_has_rules(item) for item in schema)
+    if not isinstance(schema, Mapping):
+        return False
+    return bool(schema.get("x-kubernetes-validations")) or any(
+        _has_rules(value) for key, value in schema.items() if key not in ("default", "enum", "example")
+    )
+
+
+def _go_format(value: Any) -> str:
+    """The format kube-openapi infers from a decoded JSON value that is not a string or a list."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "int64"
+    return "float64" if isinstance(value, float) else ""
 
 
 def _json_type(value: Any) -> str:
@@ -283,20 +428,34 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def _field_errors(error: ValidationError, missing_reported: set[tuple[str, str]]) -> list[FieldError]:
-    path = _path(error.absolute_path)
+def _field_errors(
+    error: ValidationError, missing_reported: set[tuple[str, str]], release: Release
+) -> list[FieldError]:
+    path = _path(error.absolute_path, release)
     keyword = str(error.validator)
     rule: Any = error.validator_value
     value: Any = error.instance
     node: Any = error.schema
     where = f"{path} in body"
+    wrong_type = ErrorType.TYPE_INVALID if release.typed_reasons else ErrorType.INVALID
     if keyword == "type":
         actual = _json_type(value)
         expected = ",".join(rule) if isinstance(rule, list) else str(rule)
         expected = expected.removesuffix(",null")
-        return [
-            FieldError(path, ErrorType.INVALID, f'{where} must be of type {expected}: "{actual}"', actual)
-        ]
+        schema_format = node.get("format")  # one the release keeps: the translation dropped the rest
+        if value is not None and schema_format not in (None, _DEFAULT_INTEGER_FORMAT):
+            # kube-openapi's type check of a formatted field: a string or a list passes it unless
+            # the field is numeric; any other value is named by its Go format, the field by its own.
+            if isinstance(value, str | list):
+                if "integer" not in expected and "number" not in expected:
+                    return []
+            else:
+                actual = _go_format(value)
+                expected = schema_format
+        type_error = FieldError(path, wrong_type, f'{where} must be of type {expected}: "{actual}"', actual)
+        if node.get(_INT_OR_STRING_ANY_OF):
+            return [type_error, *_any_of_errors(path, value, release)]
+        return [type_error]
     if keyword == "required":
         errors = []
         for name in rule:
@@ -319,13 +478,31 @@ def _field_errors(error: ValidationError, missing_reported: set[tuple[str, str]]
         ]
     # kube-openapi's bad value: the string for lengths, the count for items, the limit for properties.
     if keyword == "maxLength":
+        if release.typed_reasons:
+            return [
+                FieldError(path, ErrorType.TOO_LONG, f"may not be more than {rule} {_plural(rule, 'byte')}")
+            ]
         return [FieldError(path, ErrorType.INVALID, f"{where} should be at most {rule} chars long", value)]
     if keyword == "minLength":
         return [FieldError(path, ErrorType.INVALID, f"{where} should be at least {rule} chars long", value)]
     if keyword == "pattern":
         return [FieldError(path, ErrorType.INVALID, f"{where} should match '{rule}'", value)]
+    if keyword == "format" and rule in _NUMERIC_RANGE_CHECKS:
+        # A plain error to kube-openapi, so apiextensions-apiserver reports it at no field.
+        kind, described = _NUMERIC_RANGE_CHECKS[rule]
+        return [
+            FieldError(
+                NIL_PATH, ErrorType.INVALID, f"Checked value must be of type {kind} {described} in {path}", ""
+            )
+        ]
     if keyword == "format":
-        return [FieldError(path, ErrorType.INVALID, f'{where} must be of type {rule}: "{value}"', value)]
+        return [FieldError(path, wrong_type, f'{where} must be of type {rule}: "{value}"', value)]
+    if keyword in ("maxItems", "maxProperties") and release.typed_reasons:
+        return [
+            FieldError(
+                path, ErrorType.TOO_MANY, f"must have at most {rule} {_plural(rule, 'item')}", len(value)
+            )
+        ]
     if keyword == "maxItems":
         return [FieldError(path, ErrorType.INVALID, f"{where} should have at most {rule} items", len(value))]
     if keyword == "minItems":
@@ -333,13 +510,50 @@ def _field_errors(error: ValidationError, missing_reported: set[tuple[str, str]]
     if keyword == "maxProperties":
         return [FieldError(path, ErrorType.INVALID, f"{where} should have at most {rule} properties", rule)]
     if keyword == "minProperties":
-        return [FieldError(path, ErrorType.INVALID, f"{where} should have at least {rule} properties", rule)]
+        shown = len(value) if release.typed_reasons else rule
+        return [FieldError(path, ErrorType.INVALID, f"{where} should have at least {rule} properties", shown)]
     if keyword == "uniqueItems":
         return [FieldError(path, ErrorType.DUPLICATE, "", value)]
     if keyword == "multipleOf":
         return [FieldError(path, ErrorType.INVALID, f"{where} should be a multiple of {rule}", value)]
     # anyOf, oneOf, allOf, not: kube-openapi says the value fails the combination.
     return [FieldError(path, ErrorType.INVALID, f"{where} {error.message}", _json_type(value))]
+
+
+def _any_of_errors(path: str, value: Any, release: Release) -> list[FieldError]:
+    """kube-openapi's answer to a value that fits neither branch of ``anyOf: [integer, string]``:
+    that it fits none, then the errors of the branch that passed the most checks, which is the
+    integer's (the first; a number also passes its numeric check there, a string nothing)."""
+    where = f"{path} in body"
+    wrong_type = ErrorType.TYPE_INVALID if release.typed_reasons else ErrorType.INVALID
+    actual = _json_type(value)
+    errors = [
+        FieldError(NIL_PATH, ErrorType.INVALID, f'"{path}" must validate at least one schema (anyOf)', ""),
+        FieldError(path, wrong_type, f'{where} must be of type integer: "{actual}"', actual),
+    ]
+    if release.checks_numeric_formats and isinstance(value, float) and not value.is_integer():
+        errors.append(
+            FieldError(
+                NIL_PATH,
+                ErrorType.INVALID,
+                f"Checked value must be of type integer (default format) in {path}",
+                "",
+            )
+        )
+    return errors
+
+
+def _plural(count: int, noun: str) -> str:
+    return noun if count == 1 else f"{noun}s"
+
+
+# The numeric formats' range checks: the type and the words kube-openapi names them with.
+_NUMERIC_RANGE_CHECKS: Final = {
+    "int32": ("integer", "with format int32"),
+    "int64": ("integer", "with format int64"),
+    _DEFAULT_INTEGER_FORMAT: ("integer", "(default format)"),
+    "float": ("number", "with format float"),
+}
 
 
 def _transition_errors(schema: JsonSchema, value: Any, old: Any, path: str, errors: list[FieldError]) -> None:

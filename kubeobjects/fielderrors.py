@@ -11,35 +11,59 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 
 
 class ErrorType(StrEnum):
-    """apimachinery's ``field.ErrorType``, as its messages print it."""
+    """apimachinery's ``field.ErrorType``: its value is the ``reason`` a ``Status`` cause carries."""
 
-    REQUIRED = "Required value"
-    INVALID = "Invalid value"
-    FORBIDDEN = "Forbidden"
-    UNSUPPORTED = "Unsupported value"
-    DUPLICATE = "Duplicate value"
+    REQUIRED = "FieldValueRequired"
+    INVALID = "FieldValueInvalid"
+    # A value of the wrong JSON type in a CRD schema (current releases; v1.20 said INVALID); printed
+    # as INVALID is.
+    TYPE_INVALID = "FieldValueTypeInvalid"
+    FORBIDDEN = "FieldValueForbidden"
+    UNSUPPORTED = "FieldValueNotSupported"
+    DUPLICATE = "FieldValueDuplicate"
+    TOO_LONG = "FieldValueTooLong"
+    TOO_MANY = "FieldValueTooMany"
+
+    @property
+    def label(self) -> str:
+        """How a message prints the type (``Invalid value``)."""
+        return _LABELS[self]
 
     @property
     def shows_value(self) -> bool:
         """Whether the message quotes the value (apimachinery's ErrorBody)."""
-        return self not in (ErrorType.REQUIRED, ErrorType.FORBIDDEN)
+        return self not in (ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG)
 
     @property
     def reason(self) -> str:
         """The ``CauseType`` a ``Status`` cause carries for this error type."""
-        return _REASONS[self]
+        return self.value
 
 
-_REASONS = {
-    ErrorType.REQUIRED: "FieldValueRequired",
-    ErrorType.INVALID: "FieldValueInvalid",
-    ErrorType.FORBIDDEN: "FieldValueForbidden",
-    ErrorType.UNSUPPORTED: "FieldValueNotSupported",
-    ErrorType.DUPLICATE: "FieldValueDuplicate",
+_LABELS = {
+    ErrorType.REQUIRED: "Required value",
+    ErrorType.INVALID: "Invalid value",
+    ErrorType.TYPE_INVALID: "Invalid value",
+    ErrorType.FORBIDDEN: "Forbidden",
+    ErrorType.UNSUPPORTED: "Unsupported value",
+    ErrorType.DUPLICATE: "Duplicate value",
+    ErrorType.TOO_LONG: "Too long",
+    ErrorType.TOO_MANY: "Too many",
 }
+
+
+class GoNil:
+    """A bad value that is Go's ``nil`` in current releases' ErrorBody, printed ``null`` (JSON)."""
+
+    def __repr__(self) -> str:
+        return "null"
+
+
+GO_NIL: Final = GoNil()
 
 
 @dataclass(frozen=True)
@@ -54,7 +78,7 @@ class FieldError:
     @property
     def body(self) -> str:
         """The message without the path: what a ``Status`` cause carries as ``message``."""
-        body = f"{self.kind}: {go_value(self.value)}" if self.kind.shows_value else str(self.kind)
+        body = f"{self.kind.label}: {go_value(self.value)}" if self.kind.shows_value else self.kind.label
         if self.detail:
             body += f": {self.detail}"
         return body
@@ -83,6 +107,8 @@ def go_value(value: object) -> str:
     """A bad value as ErrorBody prints it: nil as the string "null", strings quoted, simple types bare."""
     if value is None:
         return '"null"'
+    if isinstance(value, GoNil):
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from kube.resources import NAMESPACES
-from sandbox.backends import SANDBOX, VOLCANO
+from kube.schema import CURRENT, V1_20, Release
+from sandbox.backends import KUBE_APISERVER, SANDBOX, VOLCANO
 from tests.apiservers import API_SERVERS, apply_api_server_marks
 
 from .cluster import Cluster
@@ -52,6 +53,15 @@ def apiserver(request: pytest.FixtureRequest) -> Iterator[Any]:
         # Once every integration test has run, whatever their order: the whole run's requests.
         denied = denied_requests(controller_requests(handle))
         assert denied == [], f"the controller made requests the chart's roles do not allow: {denied}"
+
+
+@pytest.fixture
+def release(request: pytest.FixtureRequest) -> Release:
+    """Whose CRD validation answers the API server gives (``kube.schema``'s ``Release``): v1.20's
+    on kube-apiserver v1.20, the current release's on the others (the sandbox imitates it)."""
+    callspec = getattr(request.node, "callspec", None)
+    server = callspec.params.get("apiserver") if callspec is not None else None
+    return V1_20 if server == KUBE_APISERVER else CURRENT
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """kube.schema against the API servers: a custom resource of a test CRD that uses every keyword
-kube.schema handles gets, from the sandbox and from a real kube-apiserver v1.20, the causes
-kube.schema gives it, word for word (in any order), and when accepted is stored as kube.schema
+kube.schema handles gets, from the sandbox, from a real kube-apiserver v1.20 and from v1.37, the
+causes kube.schema gives it for that release (``Release``: v1.20's answers on v1.20, the current
+release's on the others), word for word (in any order), and when accepted is stored as kube.schema
 decodes it. (Field names avoid YAML 1.1's booleans such as ``n``: the CRD goes through kubectl.)"""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kube.schema import StructuralSchema
+from kube.schema import Release, StructuralSchema
 from tests.kube.test_kube_schema import SCHEMA, resource
 
 CRD = {
@@ -54,8 +55,14 @@ SPECS: list[dict[str, Any]] = [
     {"when": "yesterday"},
     {"when": "2026-12-03T13:00:00.5+01:00"},
     {"count": 2**40},
+    {"count": True},
+    {"size": 1.5},
+    {"when": 5},
+    {"when": ["2026-12-03T13:00:00Z"]},
     {"limits": {"cpu": 2, "memory": "500m"}},
     {"limits": {"cpu": "lots"}},
+    {"limits": {"cpu": 1.5}},
+    {"limits": {"cpu": True}},
     {"size": 3.0},
     {"size": None},
     {"surprise": 1, "items": [{"id": "a", "extra": True}], "byName": {"x": {"num": 1, "m": 2}}},
@@ -84,8 +91,10 @@ async def things(apiserver: Any, tmp_path: Path) -> AsyncIterator[client.CustomO
         yield client.CustomObjectsApi(api_client)
 
 
-async def test_the_api_server_answers_as_kube_schema_says(things: client.CustomObjectsApi) -> None:
-    structural = StructuralSchema(SCHEMA)
+async def test_the_api_server_answers_as_kube_schema_says(
+    things: client.CustomObjectsApi, release: Release
+) -> None:
+    structural = StructuralSchema(SCHEMA, release=release)
     differences = []
     for index, spec in enumerate(SPECS):
         body = resource(**spec)

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from tfjob_test_builders import CRD_PATH, container, make_job, replica, seed_job
 
-from kube.schema import Admitted, StructuralSchema
+from kube.schema import UNCHECKED_RULES, Admitted, StructuralSchema
 from tfjob.constants import CLEAN_POD_POLICIES, MANAGED_BY_VALUES, RESTART_POLICIES, SUCCESS_POLICIES
 
 
@@ -227,15 +227,17 @@ def test_status_is_ignored_on_create_as_with_the_status_subresource() -> None:
 def test_tf_replica_specs_are_required() -> None:
     job = copy.deepcopy(seed_job("normal"))
     del job["spec"]["tfReplicaSpecs"]
-    assert errors_of(job) == ["spec.tfReplicaSpecs: Required value"]
+    assert errors_of(job) == [
+        "spec.tfReplicaSpecs: Required value",
+        f"<nil>: Invalid value: null: {UNCHECKED_RULES}",
+    ]
 
 
 def test_a_job_without_replica_specs_is_refused_with_kube_apiservers_words() -> None:
     job = copy.deepcopy(seed_job("normal"))
     job["spec"]["tfReplicaSpecs"] = {"Worker": None}
     assert errors_of(job) == [
-        'spec.tfReplicaSpecs: Invalid value: 1: spec.tfReplicaSpecs in body should have at least 1 '
-        "properties"
+        "spec.tfReplicaSpecs: Invalid value: 0: spec.tfReplicaSpecs in body should have at least 1 properties"
     ]
 
 

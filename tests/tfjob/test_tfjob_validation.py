@@ -265,7 +265,7 @@ def test_update_runs_every_create_rule_and_puts_immutability_right_after_the_nam
         {"Worker": replica()}, name="00test", runPolicy={"managedBy": "kubeflow.org/training-operator"}
     )
     new = make_job({"Worker": replica(containers=[container("main")])}, name="00test")
-    kinds = [(e.path, e.kind) for e in validate_update(old, new)]
+    kinds = [(e.path, e.kind.label) for e in validate_update(old, new)]
     assert kinds == [
         ("metadata.name", "Invalid value"),
         ("spec.runPolicy.managedBy", "Invalid value"),
