@@ -76,11 +76,14 @@ LABEL_SCHEDULER_PLUGINS_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
 # without PS (its workers form one collective) restarts as a gang.
 ANNOTATION_GANG_RESTART: Final = "tfgang.io/gang-restart"
 # tfgang's own annotation on a TFJob (docs/behaviour.md, "Network topology"): a JSON object
-# {"mode": "hard"|"soft", "highestTierAllowed": <int>} that becomes the PodGroup's
-# spec.networkTopology, so Volcano places the gang within one HyperNode of that tier.
+# {"mode": "hard"|"soft", "highestTierAllowed": <int>} or, by a HyperNode tier's name,
+# {"mode": ..., "highestTierName": <name>}, that becomes the PodGroup's spec.networkTopology, so
+# Volcano places the gang within one HyperNode of that tier.
 ANNOTATION_NETWORK_TOPOLOGY: Final = "tfgang.io/network-topology"
 NETWORK_TOPOLOGY_MODES: Final = ("hard", "soft")
-NETWORK_TOPOLOGY_FIELDS: Final = ("mode", "highestTierAllowed")
+NETWORK_TOPOLOGY_FIELDS: Final = ("mode", "highestTierAllowed", "highestTierName")
+# Volcano's CRD bounds a tier name; it refuses both limits at once.
+MAX_TIER_NAME_LENGTH: Final = 253
 # Kubernetes' pod condition for a pod about to end because of a disruption (preemption, eviction
 # through the API, node shutdown or loss), and the reason tfgang gives a pod deleted by someone else.
 POD_CONDITION_DISRUPTION_TARGET: Final = "DisruptionTarget"

@@ -28,6 +28,7 @@ from tfjob.constants import (
     KNOWN_TYPES,
     MANAGED_BY_TRAINING_OPERATOR,
     MASTER,
+    MAX_TIER_NAME_LENGTH,
     NETWORK_TOPOLOGY_FIELDS,
     NETWORK_TOPOLOGY_MODES,
     NORMALISE_ORDER,
@@ -206,8 +207,8 @@ def read_facts(job: Mapping[str, Any]) -> JobFacts:
 
 def network_topology(annotation: object) -> dict[str, Any] | None:
     """``tfgang.io/network-topology`` as the PodGroup's ``spec.networkTopology``: mode (default
-    ``hard``, as Volcano's CRD defaults it) and ``highestTierAllowed`` when given; None when the
-    annotation is unset or not what ``tfjob.validation`` accepts."""
+    ``hard``, as Volcano's CRD defaults it) and ``highestTierAllowed`` or ``highestTierName`` when
+    given; None when the annotation is unset or not what ``tfjob.validation`` accepts."""
     if not isinstance(annotation, str):
         return None
     try:
@@ -222,10 +223,22 @@ def network_topology(annotation: object) -> dict[str, Any] | None:
         return None
     if tier is not None and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
         return None
+    tier_name = parsed.get("highestTierName")
+    if tier_name is not None and not valid_tier_name(tier_name):
+        return None
+    if tier is not None and tier_name is not None:
+        return None
     topology: dict[str, Any] = {"mode": mode}
     if tier is not None:
         topology["highestTierAllowed"] = tier
+    if tier_name is not None:
+        topology["highestTierName"] = tier_name
     return topology
+
+
+def valid_tier_name(value: object) -> bool:
+    """A HyperNode tier's name as Volcano's CRD takes it: a non-empty string of bounded length."""
+    return isinstance(value, str) and 0 < len(value) <= MAX_TIER_NAME_LENGTH
 
 
 def gang_restart_wanted(annotation: str | None, replica_types: Sequence[ReplicaFacts]) -> bool:

@@ -27,6 +27,7 @@ from tfjob.constants import (
     KNOWN_TYPES,
     MANAGED_BY_VALUES,
     MASTER,
+    MAX_TIER_NAME_LENGTH,
     NETWORK_TOPOLOGY_FIELDS,
     NETWORK_TOPOLOGY_MODES,
     NORMALISE_ORDER,
@@ -34,6 +35,7 @@ from tfjob.constants import (
     SUCCESS_POLICIES,
 )
 from tfjob.defaults import canonical_replica_type
+from tfjob.facts import valid_tier_name
 from tfjob.naming import replica_name
 from tfjob.wire import TFJob
 
@@ -268,6 +270,17 @@ def _network_topology_errors(path: str, value: object) -> list[FieldError]:
     if "highestTierAllowed" in parsed and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 0):
         detail = "must be a non-negative integer"
         errors.append(FieldError(f"{path}.highestTierAllowed", ErrorType.INVALID, detail, tier))
+    tier_name = parsed.get("highestTierName")
+    if "highestTierName" in parsed and not valid_tier_name(tier_name):
+        detail = f"must be a HyperNode tier's name, 1 to {MAX_TIER_NAME_LENGTH} characters"
+        shown = tier_name if not isinstance(tier_name, str) else tier_name[:256]
+        errors.append(FieldError(f"{path}.highestTierName", ErrorType.INVALID, detail, shown))
+    if "highestTierAllowed" in parsed and "highestTierName" in parsed:
+        # Volcano's own admission refuses the PodGroup with these words.
+        detail = (
+            "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"
+        )
+        errors.append(FieldError(path, ErrorType.FORBIDDEN, detail))
     return errors
 
 

@@ -341,10 +341,21 @@ def test_network_topology_comes_from_the_annotation() -> None:
     assert soft["networkTopology"] == {"mode": "soft"}
     defaulted = desired_podgroup(read_facts(_topology_job('{"highestTierAllowed": 2}')), {}, VOLCANO)  # type: ignore[arg-type]
     assert defaulted["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
+    named = desired_podgroup(read_facts(_topology_job('{"highestTierName": "spine"}')), {}, VOLCANO)  # type: ignore[arg-type]
+    assert named["spec"]["networkTopology"] == {"mode": "hard", "highestTierName": "spine"}
 
 
 @pytest.mark.parametrize(
-    "value", [None, "not json", '{"mode": "strict"}', '{"highestTierAllowed": -1}', "[" * 200_000]
+    "value",
+    [
+        None,
+        "not json",
+        '{"mode": "strict"}',
+        '{"highestTierAllowed": -1}',
+        '{"highestTierName": ""}',
+        '{"highestTierAllowed": 1, "highestTierName": "spine"}',
+        "[" * 200_000,
+    ],
 )
 def test_without_a_valid_annotation_nothing_changes(value: str | None) -> None:
     spec = desired_podgroup(read_facts(_topology_job(value)), {}, VOLCANO)["spec"]  # type: ignore[arg-type]

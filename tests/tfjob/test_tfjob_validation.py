@@ -382,7 +382,13 @@ def _with_topology(value: str) -> TFJob:
 
 @pytest.mark.parametrize(
     "value",
-    ['{"mode": "hard", "highestTierAllowed": 1}', '{"mode": "soft"}', '{"highestTierAllowed": 0}', "{}"],
+    [
+        '{"mode": "hard", "highestTierAllowed": 1}',
+        '{"mode": "soft"}',
+        '{"highestTierAllowed": 0}',
+        "{}",
+        '{"mode": "hard", "highestTierName": "leaf-switch"}',
+    ],
 )
 def test_network_topology_annotation_values_are_accepted(value: str) -> None:
     assert messages(_with_topology(value)) == []
@@ -406,6 +412,27 @@ def test_network_topology_annotation_values_are_accepted(value: str) -> None:
             ],
         ),
         (
+            '{"highestTierAllowed": 1, "highestTierName": "leaf"}',
+            [
+                f"{TOPOLOGY}: Forbidden: must not specify 'highestTierAllowed' and 'highestTierName' "
+                "in networkTopology simultaneously"
+            ],
+        ),
+        (
+            '{"highestTierName": ""}',
+            [
+                f'{TOPOLOGY}.highestTierName: Invalid value: "": '
+                "must be a HyperNode tier's name, 1 to 253 characters"
+            ],
+        ),
+        (
+            '{"highestTierName": 2}',
+            [
+                f"{TOPOLOGY}.highestTierName: Invalid value: 2: "
+                "must be a HyperNode tier's name, 1 to 253 characters"
+            ],
+        ),
+        (
             '{"mode": "strict", "highestTierAllowed": -1}',
             [
                 f'{TOPOLOGY}.mode: Unsupported value: "strict": supported values: "hard", "soft"',
@@ -415,7 +442,8 @@ def test_network_topology_annotation_values_are_accepted(value: str) -> None:
         (
             '{"highestTierAllowed": "1", "tier": 2}',
             [
-                f'{TOPOLOGY}.tier: Forbidden: unknown field; supported fields: "mode", "highestTierAllowed"',
+                f'{TOPOLOGY}.tier: Forbidden: unknown field; supported fields: "mode", "highestTierAllowed", '
+                '"highestTierName"',
                 f'{TOPOLOGY}.highestTierAllowed: Invalid value: "1": must be a non-negative integer',
             ],
         ),
