@@ -24,6 +24,7 @@ counted in the metrics by path and result.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -252,10 +253,8 @@ def build_app(
     max_inflight_body_bytes: int = DEFAULT_MAX_INFLIGHT_BODY_BYTES,
 ) -> AdmissionApp:
     memo = MutationMemo(cluster_domain=settings.cluster_domain)
-
-    async def decide_pod(request: AdmissionRequest) -> Decision:
-        return await admit_pod(request, jobs, settings, memo)
-
+    # A partial, not a closure: one coroutine less per review.
+    decide_pod = functools.partial(admit_pod, jobs=jobs, settings=settings, memo=memo)
     intake = Intake(max_body_bytes, body_timeout, BodyBudget(max_inflight_body_bytes))
     return AdmissionApp({MUTATE_PODS_PATH: decide_pod, VALIDATE_TFJOBS_PATH: admit_tfjob}, metrics, intake)
 
