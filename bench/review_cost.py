@@ -9,7 +9,7 @@ instructions shows from one run. Every stage runs ``--reviews`` times inside an
 ``starmap_next`` (``--toggle-collect``) and writes each stage's count when the next stage's loop
 is made (``--dump-before``), so warm-ups, imports and set-up are never counted.
 
-Run: ``python bench/review_cost.py`` (about a minute; needs ``valgrind``, Debian's package).
+Run: ``python bench/review_cost.py`` (about a minute; needs ``valgrind``: ``bash bench/setup``).
 """
 
 from __future__ import annotations
@@ -146,10 +146,11 @@ def measure_inside(reviews: int) -> None:
 
 def run_callgrind(reviews: int) -> dict[str, float]:
     """Instructions per review of each stage."""
+    from tools import tool  # this folder, on the path when run as a script
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "callgrind.out"
         command = [
-            "valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=starmap_next",
+            tool("valgrind"), "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=starmap_next",
             "--dump-before=itertools_starmap", f"--callgrind-out-file={out}",
             # -P: this folder (bench/webhook.py) would shadow the webhook package.
             sys.executable, "-P", __file__, "--inside", "--reviews", str(reviews),
@@ -162,7 +163,7 @@ def run_callgrind(reviews: int) -> dict[str, float]:
         # then the last stage's at exit.
         dumps = sorted(Path(scratch).glob("callgrind.out*"), key=_dump_number)
         counts = [_instructions(path) for path in dumps]
-    collected = [count for count in counts[1:]]
+    collected = counts[1:]
     if len(collected) != len(STAGES):
         raise RuntimeError(f"expected {len(STAGES)} stage counts from callgrind, got {counts}")
     return {name: count / reviews for name, count in zip(STAGES, collected, strict=True)}
