@@ -261,8 +261,8 @@ def build_app(
 
 class _ReviewLogFields(Mapping[str, object]):
     """The fields every log record of a review carries (its uid first), made only when a record
-    is logged: at the default level an allowed review logs nothing, and clipping its values for
-    nothing cost as much as counting it in the metrics."""
+    is logged: at the default level an allowed review logs nothing, and clipping and binding its
+    values for nothing cost 15k of a review's 319k instructions (``bench/review_cost.py``)."""
 
     __slots__ = ("_review",)
     _NAMES: Final = ("uid", "operation", "namespace", "dry_run")
