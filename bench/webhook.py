@@ -539,6 +539,57 @@ async def check_answers(port: int, context: ssl.SSLContext, bodies: list[bytes],
                 raise RuntimeError(f"port {port}: the pod was not given TF_CONFIG: {str(document)[:300]}")
 
 
+PIPELINED = 50
+
+
+@dataclass(frozen=True)
+class Pipelined:
+    """``PIPELINED`` reviews written on one connection while their answers are read."""
+
+    answered: int
+    in_order: bool
+    seconds: float
+
+
+async def pipelined_answers(port: int, context: ssl.SSLContext, bodies: list[bytes]) -> Pipelined:
+    """Pipeline ``bodies`` on one TLS keep-alive connection (a writer task, each request written as
+    the transport takes it) while a reader task reads the answers: how many came back, whether their
+    uids are in the order written, and how long it took (a stall ends at 30 s)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    wanted = [orjson.loads(body)["request"]["uid"] for body in bodies]
+    answered: list[str] = []
+
+    async def write() -> None:
+        for body in bodies:
+            writer.write(
+                b"POST /mutate-pods HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n"
+                + b"Content-Length: %d\r\n\r\n" % len(body)
+                + body
+            )
+            await writer.drain()
+
+    async def read() -> None:
+        for _ in bodies:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            answered.append(orjson.loads(await reader.readexactly(length))["response"]["uid"])
+
+    started = time.perf_counter()
+    writing = asyncio.create_task(write())
+    try:
+        await asyncio.wait_for(read(), 30.0)
+    except (TimeoutError, OSError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        writing.cancel()
+        writer.close()
+    return Pipelined(len(answered), answered == wanted[: len(answered)], time.perf_counter() - started)
+
+
 # --- load generators -----------------------------------------------------------------------------
 
 
@@ -732,6 +783,7 @@ class Result:
     admissions: int = 0
     # (p50, p99) ms of a bare TCP echo between the two cores paced like one hey connection
     echo_ms: tuple[float, float] | None = None
+    pipelined: dict[str, Pipelined] = field(default_factory=dict)
 
 
 async def load_sandbox(handle: Any, jobs: list[dict[str, Any]]) -> None:
@@ -854,6 +906,7 @@ async def run(args: argparse.Namespace) -> Result:
                 flush=True,
             )
             servers = [Server("tfgang", port, process.pid)]
+            result_pipelined: dict[str, Pipelined] = {}
             if go_binary is not None:
                 go_port = free_port()
                 go = stack.enter_context(
@@ -901,6 +954,10 @@ async def run(args: argparse.Namespace) -> Result:
                 await wait_serving(server.port, context, 60)
                 for reviews in shape_bodies.values():
                     await check_answers(server.port, context, reviews[:50], mutated=server.name != "bare")
+                result_pipelined[server.name] = await pipelined_answers(
+                    server.port, context, shape_bodies["seed-worker"][:PIPELINED]
+                )
+                print(f"{server.name:>6} pipelined: {result_pipelined[server.name]}", flush=True)
                 run_wrk(server.port, bodies_file, args.connections, 2.0, client_core, server.pid)  # warm-up
             result = Result(
                 jobs=args.jobs,
@@ -919,6 +976,7 @@ async def run(args: argparse.Namespace) -> Result:
                 shape_bytes={
                     shape: sum(map(len, reviews)) // len(reviews) for shape, reviews in shape_bodies.items()
                 },
+                pipelined=result_pipelined,
             )
             # Rounds alternate between the servers; each phase keeps a server's best round, the one
             # least disturbed by other work on the machine.
@@ -1075,6 +1133,22 @@ def render(result: Result) -> str:
                     f">= 0.7x: {verdict(ours.per_second / floor.per_second >= 0.7)}",
                 )
             )
+    pipelined_goal = []
+    if "tfgang" in result.pipelined:
+        ours_pipelined = result.pipelined["tfgang"]
+        pipelined_goal.append(
+            (
+                f"{PIPELINED} seed-worker reviews pipelined on one connection (written while the answers "
+                "are read), answered in order",
+                ", ".join(
+                    f"{SERVER_TITLES.get(name, name)}: {run.answered} answered"
+                    f"{', in order' if run.in_order else ', OUT OF ORDER'} in {run.seconds * 1000:.0f} ms"
+                    for name, run in result.pipelined.items()
+                ),
+                f"{PIPELINED}, in order: "
+                + verdict(ours_pipelined.answered == PIPELINED and ours_pipelined.in_order),
+            )
+        )
     shape_table = "\n".join(
         [
             "| review shape | server | wrk throughput | vs Go | vs bare | server CPU per review | errors |",
@@ -1113,6 +1187,7 @@ def render(result: Result) -> str:
                 f"{lone.p99_ms:.2f} ms at {lone.per_second:,.0f}/s ({go_lone})",
                 "(what the machine allows a server at all)",
             ),
+            *pipelined_goal,
             (
                 f"RSS with {result.jobs:,} TFJobs cached (after sync)",
                 f"{result.rss_mib:.1f} MiB (peak {result.peak_rss_mib:.1f} MiB at the end); "

@@ -11,6 +11,10 @@ Public API:
   the context fields, and anything passed via ``extra``). Returns the handler.
 - ``log_fields(**fields)`` -- a context manager binding fields for the code inside it (nesting adds
   and overrides fields; leaving restores the outer set).
+- ``bind_log_fields_of(fields) -> contextvars.Token`` -- binds a ``Mapping`` of fields that is read
+  only when a record is logged (nested inside other bound fields: when bound); ``reset_log_fields``
+  unbinds it. For values that cost something to make and are rarely logged, such as an admission
+  review's (logged at DEBUG unless it is denied).
 - ``bind_log_fields(**fields) -> contextvars.Token`` / ``reset_log_fields(token)`` -- the same
   without a ``with`` block.
 - ``current_log_fields() -> dict`` -- the fields bound now.
@@ -32,6 +36,7 @@ from pythonjsonlogger.json import JsonFormatter
 __all__ = [
     "ContextFieldsFilter",
     "bind_log_fields",
+    "bind_log_fields_of",
     "configure_json_logging",
     "current_log_fields",
     "log_fields",
@@ -52,10 +57,16 @@ def bind_log_fields(**fields: Any) -> contextvars.Token[Mapping[str, Any]]:
     return _bind(fields)
 
 
-def _bind(fields: dict[str, Any]) -> contextvars.Token[Mapping[str, Any]]:
+def _bind(fields: Mapping[str, Any]) -> contextvars.Token[Mapping[str, Any]]:
     outer = _fields.get()
-    # ``fields`` is the caller's own keyword dict, held by nothing else: alone, it needs no copy.
+    # ``fields`` is the caller's own keyword dict, held by nothing else, or a mapping read when a
+    # record is logged: alone, it needs no copy.
     return _fields.set(MappingProxyType({**outer, **fields} if outer else fields))
+
+
+def bind_log_fields_of(fields: Mapping[str, Any]) -> contextvars.Token[Mapping[str, Any]]:
+    outer = _fields.get()
+    return _fields.set(MappingProxyType({**outer, **fields}) if outer else fields)
 
 
 def reset_log_fields(token: contextvars.Token[Mapping[str, Any]]) -> None:

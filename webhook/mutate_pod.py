@@ -38,7 +38,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from kube.patches import escape_json_pointer
-from kubeobjects.meta import Meta, mapping, sequence, text
+from kubeobjects.meta import Meta, mapping, scalar_text, sequence, text
+from kubeobjects.names import LABEL_VALUE_MAX_LENGTH
 from tfjob.constants import (
     API_VERSION,
     CONTAINER_NAME,
@@ -71,6 +72,8 @@ class PodTarget(NamedTuple):
     namespace: str
     job_name: str
     pod: JSONObject
+    # The uid in the pod's controller ownerReference, as ``pod_target`` read it (None: not read).
+    owner_uid: str | None = None
 
 
 def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
@@ -96,9 +99,10 @@ def pod_target(request: AdmissionRequest) -> PodTarget | Decision:
     invalid = _invalid_value(namespace, labels)
     if invalid is not None:
         return deny(Reason.MALFORMED, 400, invalid)
-    if not _controller_named(meta, job_name):
+    owner = meta.controller
+    if owner is None or not _controller_named(owner, job_name):
         return _not_controlled(namespace, job_name)
-    return PodTarget(namespace=namespace, job_name=job_name, pod=pod)
+    return PodTarget(namespace, job_name, pod, scalar_text(owner.get("uid")))
 
 
 # The pod labels checked before the lookup: the job name fully (a lookup key), the replica labels
@@ -117,7 +121,8 @@ def _invalid_value(namespace: str, labels: Mapping[str, Any]) -> str | None:
         return f"namespace: Invalid value: {quoted(namespace)}: {error}"
     for key, fully in _CHECKED_LABELS:
         value = labels.get(key)
-        if not isinstance(value, str):
+        # (The length of the replica labels is compared here: no call for the values that pass.)
+        if type(value) is not str or (not fully and len(value) <= LABEL_VALUE_MAX_LENGTH):
             continue
         error = invalid_value(value, "label", fully=fully)
         if error is not None:
@@ -125,11 +130,9 @@ def _invalid_value(namespace: str, labels: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _controller_named(meta: Meta, job_name: str) -> bool:
-    owner = meta.controller
+def _controller_named(owner: Mapping[str, Any], job_name: str) -> bool:
     return (
-        owner is not None
-        and owner.get("apiVersion") == API_VERSION
+        owner.get("apiVersion") == API_VERSION
         and owner.get("kind") == KIND
         and owner.get("name") == job_name
     )
@@ -168,7 +171,7 @@ def mutate_pod(
         return allow(Reason.IGNORED)  # another manager's job: its pods are its business
     pod = target.pod
     meta = Meta(pod)
-    owner_uid = meta.controller_uid
+    owner_uid = target.owner_uid if target.owner_uid is not None else meta.controller_uid
     if not owner_uid or owner_uid != facts.uid:
         return _not_controlled(target.namespace, target.job_name)
     labels = meta.labels
@@ -268,7 +271,10 @@ def _entries_state(current: object, wanted: Mapping[str, str]) -> tuple[bool, ..
     """Which of ``wanted`` the pod's annotations/labels already carry (None: it has no such map)."""
     if not isinstance(current, dict):
         return None
-    return tuple([current.get(key) == value for key, value in wanted.items()])
+    state = []
+    for key, value in wanted.items():
+        state.append(current.get(key) == value)
+    return tuple(state)
 
 
 def _add_tf_config(

@@ -119,7 +119,7 @@ def parse_review(body: object) -> AdmissionRequest:
     if not isinstance(body, dict):
         raise MalformedReview("the body is not a JSON object: expected an AdmissionReview")
     api_version = body.get("apiVersion")
-    if api_version not in SUPPORTED_VERSIONS:
+    if api_version != ADMISSION_V1 and api_version != ADMISSION_V1BETA1:
         raise MalformedReview(
             f"unsupported AdmissionReview apiVersion {_show(api_version)}: "
             f"expected one of {', '.join(SUPPORTED_VERSIONS)}"
@@ -134,21 +134,36 @@ def parse_review(body: object) -> AdmissionRequest:
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise MalformedReview("the AdmissionReview's request has no uid")
-    user_info = _object(request.get("userInfo")) or {}
+    # Inline type checks, not a helper call per field: this runs on every review, and the calls
+    # cost as much as the rest of parsing (bench/review_cost.py).
+    kind = request.get("kind")
+    if type(kind) is not dict:
+        kind = _NOTHING
+    resource = request.get("resource")
+    user_info = request.get("userInfo")
+    pod = request.get("object")
+    old = request.get("oldObject")
     return AdmissionRequest(
-        api_version=str(api_version),
-        uid=uid,
-        operation=_string(request.get("operation")),
-        kind=_group_version_kind(request.get("kind")),
-        resource=_string((_object(request.get("resource")) or {}).get("resource")),
-        sub_resource=_string(request.get("subResource")),
-        namespace=_string(request.get("namespace")),
-        name=_string(request.get("name")),
-        object=_object(request.get("object")),
-        old_object=_object(request.get("oldObject")),
-        dry_run=request.get("dryRun") is True,
-        username=_string(user_info.get("username")),
+        api_version,
+        uid,
+        _text(request.get("operation")),
+        GroupVersionKind(_text(kind.get("group")), _text(kind.get("version")), _text(kind.get("kind"))),
+        _text(resource.get("resource")) if type(resource) is dict else "",
+        _text(request.get("subResource")),
+        _text(request.get("namespace")),
+        _text(request.get("name")),
+        pod if type(pod) is dict else None,
+        old if type(old) is dict else None,
+        request.get("dryRun") is True,
+        _text(user_info.get("username")) if type(user_info) is dict else "",
     )
+
+
+_NOTHING: Final[JSONObject] = {}
+
+
+def _text(value: object) -> str:
+    return value if type(value) is str else ""
 
 
 def build_response(request: AdmissionRequest, decision: Decision) -> AdmissionReviewResponse:
@@ -195,21 +210,6 @@ _REASONS: Final = {
 
 def _status_reason(code: int) -> str:
     return _REASONS.get(code, "Forbidden" if 400 <= code < 500 else "InternalError")
-
-
-def _group_version_kind(value: object) -> GroupVersionKind:
-    kind = _object(value) or {}
-    return GroupVersionKind(
-        _string(kind.get("group")), _string(kind.get("version")), _string(kind.get("kind"))
-    )
-
-
-def _object(value: object) -> JSONObject | None:
-    return value if isinstance(value, dict) else None
-
-
-def _string(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _show(value: object) -> str:
