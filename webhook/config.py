@@ -161,4 +161,3 @@ def parse_config(
             **{flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag in _LIMIT_FLAGS}
         ),
     )
-
