@@ -176,16 +176,19 @@ class HttpsServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._accepting
             self._accepting = None
-        for task in list(self._connecting):
-            task.cancel()
-        if self._connecting:
-            await asyncio.gather(*self._connecting, return_exceptions=True)
         if self._socket is not None:
             self._socket.close()
             self._socket = None
         self.drain()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._shutdown_timeout
+        # A client in its TLS handshake has sent or is sending a request: let it be served.
+        if self._connecting:
+            await asyncio.wait(set(self._connecting), timeout=self._shutdown_timeout)
+        for task in list(self._connecting):
+            task.cancel()
+        if self._connecting:
+            await asyncio.gather(*self._connecting, return_exceptions=True)
         while self._connections and loop.time() < deadline:
             self.close_idle_connections()
             await asyncio.sleep(_DRAIN_POLL)
