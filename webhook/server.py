@@ -21,6 +21,10 @@ what asyncio's ``create_server`` does not offer:
 - a ``protocol_version`` alert for TLS 1.0/1.1 clients. OpenSSL writes that alert, but asyncio's
   and uvloop's SSL protocols drop their pending output when a handshake fails, so such a client
   saw a bare close. The ClientHello's version is peeked before TLS starts and answered here.
+
+Shutting down loses no request: ``drain`` (at SIGTERM) makes every answer carry ``Connection:
+close`` while the listener keeps accepting; ``stop`` (after the shutdown delay) stops accepting,
+closes the connections left idle (``HeaderDeadline.idle``), and waits for the requests begun.
 """
 
 from __future__ import annotations
