@@ -443,8 +443,8 @@ async def running_rig(options: RigOptions) -> AsyncIterator[Rig]:
     rig = Rig(options, workdir)
     try:
         await asyncio.to_thread(rig.apiserver.start)
-        rig.api = KubeApi(await make_api_client(rig.apiserver.kubeconfig), qps=10_000, burst=10_000,
-                          request_timeout=options.request_timeout)  # fmt: skip
+        client = await make_api_client(rig.apiserver.kubeconfig)
+        rig.api = KubeApi(client, qps=10_000, burst=10_000, request_timeout=options.request_timeout)
         rig.session = aiohttp.ClientSession()
         for namespace in (OPERATOR_NAMESPACE, LOAD_NAMESPACE, CONTROLLER_NAMESPACE):
             await rig.api.create(
@@ -522,6 +522,8 @@ class Load:
         self._pod["spec"]["containers"][0].pop("volumeMounts", None)
         self.steps: list[StepFigures] = []
         self.begun = 0
+        self.in_flight = 0
+        self.records: list[tuple[int, str, float, float, str, str]] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
     def step(self, name: str) -> StepFigures:
@@ -547,43 +549,76 @@ class Load:
 
     async def _create(self, number: int, step: StepFigures) -> None:
         step.creations += 1
+        self.in_flight += 1
+        began = time.time()
+        try:
+            outcome, seconds, message = await self._admit(number, step)
+        finally:
+            self.in_flight -= 1
+        # One line per create, for the cause of anything that failed (creates.csv in the workdir).
+        self.records.append((number, step.name, began, began + seconds, outcome, message))
+
+    async def _admit(self, number: int, step: StepFigures) -> tuple[str, float, str]:
+        """Create the pod (again while kube-apiserver is away), check it was mutated, delete it:
+        the outcome, the seconds of the answered try, and kube-apiserver's message if any."""
         pod = copy.deepcopy(self._pod)
-        pod["metadata"]["name"] = f"load-{number}"
-        created: dict[str, Any] | None = None
+        pod["metadata"]["name"] = name = f"load-{number}"
         waited = 0
         while True:
             started = time.monotonic()
             try:
-                created = await self._api.create(PODS, pod, LOAD_NAMESPACE)
-            except AlreadyExists:
-                # A retry of a create whose answer was lost with kube-apiserver: it did create it.
-                created = await self._api.get(PODS, pod["metadata"]["name"], LOAD_NAMESPACE)
+                try:
+                    created = await self._api.create(PODS, pod, LOAD_NAMESPACE)
+                except AlreadyExists:
+                    # A retry of a create whose answer was lost with kube-apiserver: it did create it.
+                    created = await self._api.get(PODS, name, LOAD_NAMESPACE)
+                break
             except ConnectionFailed as error:
                 if "Timeout" in error.reason:
-                    step.timed_out += 1
-                    self._record_error(step, error)
-                    return
+                    return self._refused(step, error, "timed out", time.monotonic() - started)
                 # kube-apiserver is not there (restarting): not an admission; try again.
                 waited = await self._wait_for_apiserver(step, waited)
-                continue
             except ApiError as error:
                 if error.status == 503 and "webhook" not in str(error):
                     # kube-apiserver shutting down for its restart: not an admission; try again.
                     waited = await self._wait_for_apiserver(step, waited)
                     continue
-                if _timed_out(error):
-                    step.timed_out += 1
-                else:
-                    step.failed += 1
-                self._record_error(step, error)
-                step.longest_seconds = max(step.longest_seconds, time.monotonic() - started)
-                return
-            break
-        step.longest_seconds = max(step.longest_seconds, time.monotonic() - started)
+                outcome = "timed out" if _timed_out(error) else "failed"
+                return self._refused(step, error, outcome, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        step.longest_seconds = max(step.longest_seconds, seconds)
         step.created += 1
-        if not _is_mutated(created):
+        mutated = _is_mutated(created)
+        if not mutated:
             step.not_mutated += 1
-        await self._delete(pod["metadata"]["name"])
+        await self._delete(name)
+        return ("created" if mutated else "not mutated"), seconds, ""
+
+    def _refused(
+        self, step: StepFigures, error: ApiError, outcome: str, seconds: float
+    ) -> tuple[str, float, str]:
+        if outcome == "timed out":
+            step.timed_out += 1
+        else:
+            step.failed += 1
+        self._record_error(step, error)
+        step.longest_seconds = max(step.longest_seconds, seconds)
+        return outcome, seconds, str(error)
+
+    async def calm(self, within: float = 30.0) -> float:
+        """Wait until at most 0.2 s of the load is under way (a backlog from an earlier step is
+        through), so that each step's action meets the steady load; the seconds waited."""
+        started = time.monotonic()
+        limit = max(2.0, self._options.rate * 0.2)
+        while self.in_flight > limit and time.monotonic() - started < within:  # noqa: ASYNC110 -- a count
+            await asyncio.sleep(0.1)
+        return time.monotonic() - started
+
+    def write_records(self, path: Path) -> None:
+        with path.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["number", "step", "began", "answered", "outcome", "message"])
+            writer.writerows(self.records)
 
     @staticmethod
     async def _wait_for_apiserver(step: StepFigures, waited: int) -> int:
@@ -704,6 +739,9 @@ async def run_sequence(rig: Rig, steps: tuple[tuple[str, Action], ...] = STEPS) 
             step = load.steps[-1] if index == 0 else load.step(name)
             began = time.monotonic()
             restarts = rig.controller_restarts
+            waited = await load.calm()
+            if waited > 1.0:
+                step.notes.append(f"began once the load was steady again ({waited:.1f} s)")
             await action(rig, step)
             await asyncio.sleep(rig.options.settle)
             step.seconds = time.monotonic() - began
@@ -719,4 +757,5 @@ async def run_sequence(rig: Rig, steps: tuple[tuple[str, Action], ...] = STEPS) 
     finally:
         stop.set()
         await running
+        load.write_records(rig.workdir / "creates.csv")
     return RunFigures(load.steps, time.monotonic() - started, str(rig.workdir))
