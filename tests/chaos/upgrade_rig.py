@@ -683,10 +683,13 @@ async def apiserver_step(rig: Rig, step: StepFigures) -> None:
 
 async def kill_step(rig: Rig, step: StepFigures) -> None:
     victim = rig.replicas[0]
+    # The instant, to tell in creates.csv the reviews that were in flight on it from any other.
+    killed_at = datetime.datetime.now(datetime.UTC)
     down = await rig.kill_replica(victim)
     _, ready = await rig.start_replica()
     step.notes.append(
-        f"killed replica unrouted after {down:.1f} s; its replacement routed {ready:.1f} s later"
+        f"SIGKILL at {killed_at:%H:%M:%S.%f}; unrouted after {down:.1f} s; "
+        f"its replacement routed {ready:.1f} s later"
     )
 
 
