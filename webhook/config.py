@@ -161,3 +161,4 @@ def parse_config(
             **{flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag in _LIMIT_FLAGS}
         ),
     )
+

@@ -205,9 +205,13 @@ class Balancer:
         return f"""global
     maxconn 4096
     stats socket {self.socket_path} mode 600 level admin
+    # One line per connection, with how it ended (haproxy.log): who closed it, and when.
+    log stdout format raw daemon
 
 defaults
     mode tcp
+    log global
+    option tcplog
     timeout connect 2s
     # Above kube-apiserver's 90 s idle timeout: the balancer never closes a kept-alive connection.
     timeout client 150s
