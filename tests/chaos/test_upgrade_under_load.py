@@ -1,5 +1,6 @@
 """The upgrade rig (``upgrade_rig.py``), short: every step of the sequence, with a settle of a few
-seconds and no minimum of creations, must fail no admission.
+seconds and no minimum of creations, must fail no admission -- but for the review a replica killed
+-9 had in flight at that instant, which nothing can answer (docs/reliability.md).
 
 It needs Debian's haproxy and a kube-apiserver (``scripts/kube-apiserver build``, or
 ``TFGANG_KUBE_BIN_DIR``), and a few minutes: marked ``slow`` as well as ``chaos``, it runs under
@@ -29,6 +30,14 @@ async def test_upgrade_rotation_restart_kill_and_handover_under_load_fail_no_adm
         figures = await run_sequence(rig)
     assert [step.name for step in figures.steps[: len(STEPS)]] == [name for name, _ in STEPS]
     assert figures.creations > 300, figures
+    assert len(figures.records) == figures.creations
     for step in figures.steps:
-        assert (step.failed, step.timed_out, step.not_mutated) == (0, 0, 0), step
-        assert step.created == step.creations, step
+        assert (step.timed_out, step.not_mutated) == (0, 0), step
+    (killed,) = [step for step in figures.steps if step.struck_at is not None]
+    assert killed.struck_at is not None
+    failures = [record for record in figures.records if record.outcome != "created"]
+    # What may fail is only what a SIGKILL cuts: a review in flight on the killed replica at that
+    # instant (begun before it, EOF just after). Nothing begun after it, nothing in another step.
+    for record in failures:
+        assert record.outcome == "failed" and "EOF" in record.message, record
+        assert record.began <= killed.struck_at <= record.answered <= killed.struck_at + 1.0, record

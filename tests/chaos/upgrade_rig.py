@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import copy
 import csv
+import dataclasses
 import datetime
 import io
 import logging
@@ -125,6 +126,18 @@ class StepFigures:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    struck_at: float | None = None
+    """When the step's fault struck (epoch seconds): the SIGKILL of the kill -9 step."""
+
+
+@dataclass(frozen=True)
+class CreateRecord:
+    number: int
+    step: str
+    began: float
+    answered: float
+    outcome: str
+    message: str
 
 
 @dataclass
@@ -132,6 +145,7 @@ class RunFigures:
     steps: list[StepFigures]
     seconds: float
     workdir: str
+    records: list[CreateRecord] = field(default_factory=list)
 
     @property
     def creations(self) -> int:
@@ -527,7 +541,7 @@ class Load:
         self.steps: list[StepFigures] = []
         self.begun = 0
         self.in_flight = 0
-        self.records: list[tuple[int, str, float, float, str, str]] = []
+        self.records: list[CreateRecord] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
     def step(self, name: str) -> StepFigures:
@@ -556,15 +570,15 @@ class Load:
         self.in_flight += 1
         began = time.time()
         try:
-            outcome, seconds, message = await self._admit(number, step)
+            outcome, answered, message = await self._admit(number, step)
         finally:
             self.in_flight -= 1
         # One line per create, for the cause of anything that failed (creates.csv in the workdir).
-        self.records.append((number, step.name, began, began + seconds, outcome, message))
+        self.records.append(CreateRecord(number, step.name, began, answered, outcome, message))
 
     async def _admit(self, number: int, step: StepFigures) -> tuple[str, float, str]:
         """Create the pod (again while kube-apiserver is away), check it was mutated, delete it:
-        the outcome, the seconds of the answered try, and kube-apiserver's message if any."""
+        the outcome, when kube-apiserver answered (epoch seconds), and its message if any."""
         pod = copy.deepcopy(self._pod)
         pod["metadata"]["name"] = name = f"load-{number}"
         waited = 0
@@ -589,14 +603,14 @@ class Load:
                     continue
                 outcome = "timed out" if _timed_out(error) else "failed"
                 return self._refused(step, error, outcome, time.monotonic() - started)
-        seconds = time.monotonic() - started
-        step.longest_seconds = max(step.longest_seconds, seconds)
+        answered = time.time()
+        step.longest_seconds = max(step.longest_seconds, time.monotonic() - started)
         step.created += 1
         mutated = _is_mutated(created)
         if not mutated:
             step.not_mutated += 1
         await self._delete(name)
-        return ("created" if mutated else "not mutated"), seconds, ""
+        return ("created" if mutated else "not mutated"), answered, ""
 
     def _refused(
         self, step: StepFigures, error: ApiError, outcome: str, seconds: float
@@ -607,7 +621,7 @@ class Load:
             step.failed += 1
         self._record_error(step, error)
         step.longest_seconds = max(step.longest_seconds, seconds)
-        return outcome, seconds, str(error)
+        return outcome, time.time(), str(error)
 
     async def calm(self, within: float = 30.0) -> float:
         """Wait until at most 0.2 s of the load is under way (a backlog from an earlier step is
@@ -622,7 +636,7 @@ class Load:
         with path.open("w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(["number", "step", "began", "answered", "outcome", "message"])
-            writer.writerows(self.records)
+            writer.writerows(dataclasses.astuple(record) for record in self.records)
 
     @staticmethod
     async def _wait_for_apiserver(step: StepFigures, waited: int) -> int:
@@ -689,6 +703,7 @@ async def kill_step(rig: Rig, step: StepFigures) -> None:
     victim = rig.replicas[0]
     # The instant, to tell in creates.csv the reviews that were in flight on it from any other.
     killed_at = datetime.datetime.now(datetime.UTC)
+    step.struck_at = killed_at.timestamp()
     down = await rig.kill_replica(victim)
     _, ready = await rig.start_replica()
     step.notes.append(
@@ -765,4 +780,4 @@ async def run_sequence(rig: Rig, steps: tuple[tuple[str, Action], ...] = STEPS) 
         stop.set()
         await running
         load.write_records(rig.workdir / "creates.csv")
-    return RunFigures(load.steps, time.monotonic() - started, str(rig.workdir))
+    return RunFigures(load.steps, time.monotonic() - started, str(rig.workdir), load.records)
