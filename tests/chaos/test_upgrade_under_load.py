@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .upgrade_rig import STEPS, RigOptions, run_sequence, running_rig
+from .upgrade_rig import STEPS, RigOptions, run_sequence, running_rig, unexplained
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -31,13 +31,6 @@ async def test_upgrade_rotation_restart_kill_and_handover_under_load_fail_no_adm
     assert [step.name for step in figures.steps[: len(STEPS)]] == [name for name, _ in STEPS]
     assert figures.creations > 300, figures
     assert len(figures.records) == figures.creations
-    for step in figures.steps:
-        assert (step.timed_out, step.not_mutated) == (0, 0), step
-    (killed,) = [step for step in figures.steps if step.struck_at is not None]
-    assert killed.struck_at is not None
-    failures = [record for record in figures.records if record.outcome != "created"]
-    # What may fail is only what a SIGKILL cuts: a review in flight on the killed replica at that
-    # instant (begun before it, EOF just after). Nothing begun after it, nothing in another step.
-    for record in failures:
-        assert record.outcome == "failed" and "EOF" in record.message, record
-        assert record.began <= killed.struck_at <= record.answered <= killed.struck_at + 1.0, record
+    assert any(step.struck_at is not None for step in figures.steps)
+    # Only what a SIGKILL cuts may fail: a review in flight on the killed replica at that instant.
+    assert unexplained(figures) == [], unexplained(figures)

@@ -164,6 +164,26 @@ class RunFigures:
         return sum(step.not_mutated for step in self.steps)
 
 
+def cut_by_sigkill(figures: RunFigures, record: CreateRecord) -> bool:
+    """Whether ``record`` failed as only a SIGKILL makes a create fail: an EOF from a review in
+    flight on the replica killed -9 (begun before the kill, answered within a second of it)."""
+    struck = [step.struck_at for step in figures.steps if step.struck_at is not None]
+    return (
+        record.outcome == "failed"
+        and "EOF" in record.message
+        and any(record.began <= at <= record.answered <= at + 1.0 for at in struck)
+    )
+
+
+def unexplained(figures: RunFigures) -> list[CreateRecord]:
+    """Every create that was not created and mutated, but for those ``cut_by_sigkill``."""
+    return [
+        record
+        for record in figures.records
+        if record.outcome != "created" and not cut_by_sigkill(figures, record)
+    ]
+
+
 # -- processes ----------------------------------------------------------------------------------
 
 
