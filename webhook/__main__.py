@@ -108,7 +108,14 @@ async def serve(config: WebhookConfig, stop: asyncio.Event) -> None:
             running = [tasks.create_task(start()) for start in background]
             await stop.wait()
             logger.info("stopping: unready for %.1fs, then closing", config.shutdown_delay)
+            # Unready at once, so the Service (or balancer) stops sending new connections here;
+            # meanwhile every answer carries Connection: close, so kube-apiserver's kept-alive
+            # connections move to the other replicas one request at a time, never under one.
+            # The listener keeps accepting: a connection routed here just before the endpoint
+            # went is served. After the delay the server stops (HttpsServer.stop): connections
+            # left idle are closed, requests under way answered, then the process exits.
             shutting_down = True
+            server.drain()
             await asyncio.sleep(config.shutdown_delay)
             for task in running:
                 task.cancel()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, cast
@@ -129,6 +130,10 @@ class HeaderDeadline(asyncio.Protocol):
     within the same deadline, else the connection is aborted: otherwise a closing connection's
     last answer would hold it open for as long as the client wishes.
 
+    While the webhook shuts down (``drain``), every answer carries ``Connection: close``, so the
+    client takes its next request to a live replica; a connection with no request under way is
+    closed by ``close_if_idle``, never one whose request has begun to arrive.
+
     Everything goes through public API: the wrapped protocol sees every callback unchanged.
     """
 
@@ -150,6 +155,8 @@ class HeaderDeadline(asyncio.Protocol):
         self._answering = False
         self._expired = False
         self._served = False  # a request's head has been read here
+        self._draining = False  # shutting down: every answer closes the connection
+        self._closing = False  # an answer said Connection: close; aiohttp closes after writing it
         self._deadline: float | None = None  # loop time by which the head must be complete
         self._timer: asyncio.TimerHandle | None = None
         self._stalled: asyncio.TimerHandle | None = None
@@ -168,10 +175,12 @@ class HeaderDeadline(asyncio.Protocol):
         self._awaiting_head = True
 
     def answered(self) -> bool:
-        """The answer is made; True when the connection must close after it (a deadline passed)."""
+        """The answer is made; True when the connection must close after it (a deadline passed,
+        or the webhook is shutting down)."""
         self._answering = False
         self._awaiting_head = True
-        return self._expired
+        self._closing = self._expired or self._draining
+        return self._closing
 
     # -- making room at the connection cap ---------------------------------------------------------
 
@@ -201,6 +210,37 @@ class HeaderDeadline(asyncio.Protocol):
             )
             # At once (no TLS close_notify exchange to wait for): the slot is what is wanted.
             self.transport.abort()
+
+    # -- shutting down -------------------------------------------------------------------------------
+
+    def drain(self) -> None:
+        """From now on every answer here carries ``Connection: close``."""
+        self._draining = True
+
+    @property
+    def idle(self) -> bool:
+        """Between requests with no byte of the next one arrived -- not even into the socket's
+        buffer -- and no answer on its way out: closing it now loses nothing the client sent."""
+        transport = self.transport
+        if transport is None or transport.is_closing() or self._answering or self._closing:
+            return False
+        if self._deadline is not None:  # a request's head is arriving
+            return False
+        return not _bytes_waiting(transport)
+
+    def close_if_idle(self) -> bool:
+        """Close the connection if it is ``idle``; True when it was.
+
+        Closed cleanly (TLS close_notify, then FIN): a kept-alive client sees its idle connection
+        end and takes a new one for its next request. A request it wrote a moment before cannot
+        be told apart from one that never came; this is why the webhook first answers with
+        ``Connection: close`` for a while and closes idle connections only once its address has
+        left the Service (see ``webhook.__main__.serve``)."""
+        if not self.idle:
+            return False
+        assert self.transport is not None
+        self.transport.close()
+        return True
 
     # -- asyncio callbacks, passed on ----------------------------------------------------------------
 
@@ -278,3 +318,18 @@ class HeaderDeadline(asyncio.Protocol):
         if self.transport is not None:
             logger.debug("aborted a connection whose client took no answer for %gs", self._timeout)
             self.transport.abort()
+
+
+def _bytes_waiting(transport: asyncio.BaseTransport) -> bool:
+    """Whether the kernel holds bytes the client sent that the event loop has not read yet."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        # asyncio's and uvloop's socket stand-ins offer no recv: peek through a duplicate.
+        with socket.fromfd(sock.fileno(), socket.AF_INET, socket.SOCK_STREAM) as duplicate:
+            return bool(duplicate.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        return False
+    except OSError:
+        return False  # already gone: nothing of it can be lost by closing

@@ -21,6 +21,10 @@ what asyncio's ``create_server`` does not offer:
 - a ``protocol_version`` alert for TLS 1.0/1.1 clients. OpenSSL writes that alert, but asyncio's
   and uvloop's SSL protocols drop their pending output when a handshake fails, so such a client
   saw a bare close. The ClientHello's version is peeked before TLS starts and answered here.
+
+Shutting down loses no request: ``drain`` (at SIGTERM) makes every answer carry ``Connection:
+close`` while the listener keeps accepting; ``stop`` (after the shutdown delay) stops accepting,
+closes the connections left idle (``HeaderDeadline.idle``), and waits for the requests begun.
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ LISTEN_BACKLOG = 1024
 # At the cap with every connection in a request or a TLS handshake, how often a waiting client's
 # accept looks again for one between requests (a burst's handshakes end within milliseconds).
 _MAKE_ROOM_RETRY = 0.05
+# While stopping, how often the connections still open are looked at for one left idle.
+_DRAIN_POLL = 0.02
 
 
 class _StatusErrors(web.RequestHandler):
@@ -112,6 +118,7 @@ class HttpsServer:
         self._connecting: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(self._limits.max_connections)
         self._bound_port: int | None = None
+        self._draining = False
 
     @property
     def port(self) -> int:
@@ -150,20 +157,47 @@ class HttpsServer:
         self._accepting = asyncio.create_task(self._accept(self._socket))
         logger.info("admission webhook listening on https://%s:%s", self._host, self._bound_port)
 
+    def drain(self) -> None:
+        """Shutting down: from now on every answer carries ``Connection: close`` (on connections open
+        now and on those accepted later), so each client's next request opens a connection to
+        another replica. The listener keeps accepting."""
+        self._draining = True
+        for connection in self._connections.values():
+            connection.drain()
+
+    def close_idle_connections(self) -> int:
+        """Close the connections with no request under way (``HeaderDeadline.idle``); how many."""
+        return sum(connection.close_if_idle() for connection in list(self._connections.values()))
+
     async def stop(self) -> None:
+        """Stop accepting, finish every request already begun, then close what is left.
+
+        Each open connection answers the request it has under way (``Connection: close``) and is
+        closed as soon as it has none; a request whose first bytes have arrived is read and
+        answered. What is still open after the shutdown timeout is closed by aiohttp's shutdown."""
         if self._accepting is not None:
             self._accepting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._accepting
             self._accepting = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+        self.drain()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._shutdown_timeout
+        # A client in its TLS handshake has sent or is sending a request: let it be served.
+        if self._connecting:
+            await asyncio.wait(set(self._connecting), timeout=self._shutdown_timeout)
         for task in list(self._connecting):
             task.cancel()
         if self._connecting:
             await asyncio.gather(*self._connecting, return_exceptions=True)
-        if self._socket is not None:
-            self._socket.close()
-            self._socket = None
-        # Answers being made are given the shutdown timeout to go out; then every connection closes.
+        while self._connections and loop.time() < deadline:
+            self.close_idle_connections()
+            await asyncio.sleep(_DRAIN_POLL)
+        # What did not finish within the shutdown timeout: aiohttp gives its answers the same
+        # time again to go out; then every connection closes.
         if self._http is not None:
             await self._http.shutdown(self._shutdown_timeout)
         for connection in list(self._connections.values()):
@@ -247,9 +281,12 @@ class HttpsServer:
     def _protocol(self) -> HeaderDeadline:
         assert self._http is not None
         handler = _StatusErrors(self._http, loop=asyncio.get_running_loop(), **self._handler_options)
-        return HeaderDeadline(
+        connection = HeaderDeadline(
             handler, self._limits.header_timeout, on_open=self._opened, on_close=self._closed
         )
+        if self._draining:
+            connection.drain()
+        return connection
 
     def _opened(self, connection: HeaderDeadline) -> None:
         if connection.transport is not None:

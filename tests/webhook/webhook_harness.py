@@ -48,6 +48,7 @@ class RunningWebhook:
     port: int
     reloader: CertificateReloader
     registry: CollectorRegistry
+    server: HttpsServer | None = None
 
     @property
     def url(self) -> str:
@@ -81,7 +82,7 @@ async def running_webhook(
     server = HttpsServer(app, reloader.context, host="127.0.0.1", port=0, limits=limits)
     await server.start()
     try:
-        yield RunningWebhook(server.port, reloader, registry)
+        yield RunningWebhook(server.port, reloader, registry, server)
     finally:
         await server.stop()
 
