@@ -23,9 +23,10 @@
   fit. Their bound and running pods are evicted as Volcano's evictor does (``DisruptionTarget``
   with reason ``PreemptionByScheduler``, ``Ready=False``, a Warning ``Evict`` event, a graceful
   delete); the preemptor is bound in a later session, once they are gone. Pods already being
-  deleted count as free, so a preemption in flight is not repeated. Volcano splits this between
-  ``preempt``/``gangpreempt`` (within a queue) and ``reclaim`` (across reclaimable queues); the
-  sandbox looks at every queue. One preemptor per session;
+  deleted count as free, so a preemption in flight is not repeated. Only gangs of the
+  preemptor's own queue, as Volcano's ``preempt``: across queues Volcano ``reclaim``s (a queue
+  above its deserved share gives room back, whatever the priorities), which the sandbox does
+  not do. One preemptor per session;
 - close: phase, counters and the ``Unschedulable``/``Scheduled`` condition per PodGroup, the pods'
   ``PodScheduled=False`` conditions and the events Volcano records.
 
@@ -189,7 +190,9 @@ def choose_victims(preemptor: JobInfo, jobs: Iterable[JobInfo], ledger: Ledger) 
     lower = [
         job
         for job in others
-        if job.priority < preemptor.priority and any(t.status in _HOLDING for t in job.tasks)
+        if job.queue == preemptor.queue
+        and job.priority < preemptor.priority
+        and any(t.status in _HOLDING for t in job.tasks)
     ]
     newest_first = sorted(lower, key=lambda job: (job.created, job.key), reverse=True)
     candidates = sorted(newest_first, key=lambda job: job.priority)  # stable: newest first per priority

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+import yaml
 
 from kube.api import KubeApi
 from kube.client import make_api_client
@@ -30,7 +32,7 @@ from kube.events import EventRecorder
 from kube.patches import PatchType
 from kube.resources import NODES
 from kubeobjects.times import format_time
-from sandbox.realvolcano import VolcanoCluster
+from sandbox.realvolcano import VolcanoCluster, volcano_scheduler_conf
 from sandbox.scheduler.runner import Scheduler, SchedulerOptions
 
 # Big enough that what earlier tests left behind in their namespaces never crowds these tests out.
@@ -55,6 +57,25 @@ def node(
 def runs_real_volcano(apiserver: Any) -> bool:
     """Whether the session's API server has the real Volcano beside it (its scheduler runs)."""
     return isinstance(apiserver, VolcanoCluster)
+
+
+@contextlib.contextmanager
+def volcano_actions(apiserver: Any, actions: str) -> Iterator[None]:
+    """On the real Volcano, run its scheduler with these ``actions`` and the default
+    configuration's plugins until the block ends, then restore the default (the scheduler
+    reloads its configuration file on every change). Elsewhere nothing: the sandbox's scheduler
+    has one fixed set of actions."""
+    if not runs_real_volcano(apiserver):
+        yield
+        return
+    default = volcano_scheduler_conf(apiserver.components)
+    conf = yaml.safe_load(default)
+    conf["actions"] = actions
+    apiserver.volcano.set_scheduler_conf(yaml.safe_dump(conf, sort_keys=False))
+    try:
+        yield
+    finally:
+        apiserver.volcano.set_scheduler_conf(default)
 
 
 @contextlib.asynccontextmanager

@@ -323,6 +323,18 @@ def test_a_higher_priority_gang_evicts_a_whole_lower_priority_gang_as_volcano_s_
     ]
 
 
+def test_a_higher_priority_gang_of_another_queue_preempts_nothing() -> None:
+    """Volcano's preempt stays inside a queue; across queues it is reclaim, which the sandbox
+    does not do (it goes by deserved shares, not priorities)."""
+    low = podgroup("low", 2, phase="Running", queue="default")
+    high = podgroup("high", 1, phase="Inqueue", queue="urgent")
+    pods = [*_running_gang("low", 2, "3"), pod("high-0", group="high", cpu="4", priority=1000)]
+    result = session([node("a", cpu="8")], pods, [low, high], [queue(), queue("urgent")])
+
+    assert result.evictions == ()
+    assert result.binds == ()
+
+
 def test_a_preemption_in_flight_is_not_repeated() -> None:
     low = podgroup("low", 2, phase="Running")
     other = podgroup("other", 1, phase="Running", created="2026-01-01T00:00:05Z")
