@@ -175,7 +175,10 @@ async def test_a_podgroup_volcano_refuses_is_explained_on_the_tfjob_until_its_qu
     async with running_controller(controller_kubeconfig, controller_config(namespace=ns)):
         await cluster.create_job(job)
         message = await _message_containing(
-            cluster, "unqueued", "PodGroup unqueued cannot be created", f'unable to find queue: queue.scheduling.volcano.sh "{queue}" not found'
+            cluster,
+            "unqueued",
+            "PodGroup unqueued cannot be created",
+            f'unable to find queue: queue.scheduling.volcano.sh "{queue}" not found',
         )
         assert message.startswith("TFJob unqueued is created. PodGroup unqueued cannot be created: 400 ")
         assert await cluster.podgroup("unqueued") is None

@@ -10,7 +10,13 @@ PodGroup is Inqueue. Once nothing has changed for a while the verdicts must be t
   node, one HyperNode); otherwise how many nodes the gang was packed on (binpack);
 - the PodGroup's phase;
 - the reason tfgang shows for a gang that waits (``tfjob.planner.waiting``, from Volcano's own
-  PodGroup condition or event, or the pods' scheduling condition).
+  PodGroup condition or event, or the pods' scheduling condition);
+- the words: the PodGroup's ``Unschedulable`` condition message and each pod's ``PodScheduled``
+  reason and message, with the scenario's random suffixes removed.
+
+Pods are named ``<job>-<role>-<index>`` with one index per pod: Volcano tries the pods of a gang
+by that index, then by creation (a second's resolution), then by uid, so without distinct indices
+the order, and the "Origin reason is <pod>" it writes, would be a coin toss.
 
 Volcano is right: a difference is a sandbox defect, fixed in the sandbox; docs/architecture.md
 lists what this comparison found.
@@ -85,48 +91,66 @@ class Verdict:
     nodes_used: int
     phase: str
     reason: str | None
+    condition_message: str
+    """The PodGroup's Unschedulable condition message (when true), suffixes removed."""
+    pods_scheduled: tuple[tuple[str, str, str], ...]
+    """(pod, reason, message) of each pod's PodScheduled=False condition, suffixes removed."""
+
+
+def _workers(count: int, cpu: str = "1", node_selector: Mapping[str, str] | None = None) -> tuple[Pod, ...]:
+    return tuple(
+        Pod(f"job-worker-{i}", cpu=cpu, node_selector=dict(node_selector or {})) for i in range(count)
+    )
 
 
 SCENARIOS = (
-    Scenario("a gang that fits is bound whole", ("n1",), tuple(Pod(f"w{i}") for i in range(3)), 3),
+    Scenario("a gang that fits is bound whole", ("n1",), _workers(3), 3),
     Scenario(
         "room for three of four binds none",
         ("n1",),
-        tuple(Pod(f"w{i}") for i in range(4)),
+        _workers(4),
         4,
         min_resources=False,
     ),
     Scenario(
         "a gang asking more than the cluster has is never enqueued",
         ("n1",),
-        tuple(Pod(f"w{i}", cpu="2") for i in range(4)),
+        _workers(4, cpu="2"),
         4,
     ),
     Scenario(
         "minTaskMember holds the workers until the ps fits",
         ("n1",),
-        (Pod("ps0", task="ps", node_selector={"role": "ps"}), Pod("w0"), Pod("w1")),
+        (Pod("job-ps-0", task="ps", node_selector={"role": "ps"}), Pod("job-worker-1"), Pod("job-worker-2")),
+        2,
+        min_task_member={"ps": 1, "worker": 1},
+    ),
+    Scenario(
+        # tfgang's case: all pods exist, a worker is tried before the ps, which fits nowhere.
+        "minTaskMember: a worker placed before the ps that fits nowhere counts as schedulable",
+        ("n1",),
+        (Pod("job-worker-0"), Pod("job-ps-1", task="ps", node_selector={"role": "ps"}), Pod("job-worker-2")),
         2,
         min_task_member={"ps": 1, "worker": 1},
     ),
     Scenario(
         "minAvailable below the total binds everything that fits",
         ("n1",),
-        (Pod("ps0", task="ps"), Pod("w0"), Pod("w1")),
+        (Pod("job-ps-0", task="ps"), Pod("job-worker-1"), Pod("job-worker-2")),
         2,
         min_task_member={"ps": 1, "worker": 1},
     ),
     Scenario(
         "a taint without toleration binds none",
         ("n1",),
-        (Pod("w0"), Pod("w1")),
+        _workers(2),
         2,
         taints={"n1": ({"key": "dedicated", "value": "infra", "effect": "NoSchedule"},)},
     ),
     Scenario(
         "a node selector picks the node",
         ("n1", "n2"),
-        (Pod("w0", node_selector={"pool": "b"}), Pod("w1", node_selector={"pool": "b"})),
+        _workers(2, node_selector={"pool": "b"}),
         2,
         node_labels={"n1": {"pool": "a"}, "n2": {"pool": "b"}},
         placement_matters=True,
@@ -134,19 +158,19 @@ SCENARIOS = (
     Scenario(
         "binpack puts a small gang on one node",
         ("n1", "n2"),
-        (Pod("w0"), Pod("w1")),
+        _workers(2),
         2,
     ),
     Scenario(
         "a gang too big for one node spreads over two",
         ("n1", "n2"),
-        tuple(Pod(f"w{i}", cpu="3") for i in range(2)),
+        _workers(2, cpu="3"),
         2,
     ),
     Scenario(
         "hard topology: a gang that fits no tier-1 HyperNode waits",
         ("n1", "n2"),
-        tuple(Pod(f"w{i}", cpu="3") for i in range(2)),
+        _workers(2, cpu="3"),
         2,
         hypernodes={"s1": ("n1",), "s2": ("n2",)},
         network_topology={"mode": "hard", "highestTierAllowed": 1},
@@ -154,7 +178,7 @@ SCENARIOS = (
     Scenario(
         "hard topology: the gang runs inside the one HyperNode it fits",
         ("n1", "n2", "n3"),
-        tuple(Pod(f"w{i}", cpu="3") for i in range(2)),
+        _workers(2, cpu="3"),
         2,
         hypernodes={"s1": ("n1",), "s2": ("n2", "n3")},
         network_topology={"mode": "hard", "highestTierAllowed": 1},
@@ -163,7 +187,7 @@ SCENARIOS = (
     Scenario(
         "soft topology binds across HyperNodes",
         ("n1", "n2"),
-        tuple(Pod(f"w{i}", cpu="3") for i in range(2)),
+        _workers(2, cpu="3"),
         2,
         hypernodes={"s1": ("n1",), "s2": ("n2",)},
         network_topology={"mode": "soft"},
@@ -171,7 +195,7 @@ SCENARIOS = (
     Scenario(
         "a queue whose capability is below the gang keeps it Pending",
         ("n1",),
-        (Pod("w0"), Pod("w1")),
+        _workers(2),
         2,
         queue_capability={"cpu": "1", "memory": "8Gi"},
     ),
@@ -337,6 +361,23 @@ async def _verdict(admin: KubeApi, scenario: Scenario, namespace: str, suffix: s
         if pod["spec"].get("nodeName")
     }
     waiting = why_waiting(as_podgroup(podgroup), events, pods, datetime.now(UTC), grace=0.0)
+
+    def shape(text: str) -> str:
+        return text.replace(f"-{suffix}", "")
+
+    unschedulable = [
+        c
+        for c in (podgroup.get("status") or {}).get("conditions") or ()
+        if c.get("type") == "Unschedulable" and c.get("status") == "True"
+    ]
+    pods_scheduled = tuple(
+        sorted(
+            (pod["metadata"]["name"], str(c.get("reason") or ""), shape(str(c.get("message") or "")))
+            for pod in pods
+            for c in (pod.get("status") or {}).get("conditions") or ()
+            if c.get("type") == "PodScheduled" and c.get("status") == "False"
+        )
+    )
     return Verdict(
         bound=tuple(
             sorted((pod, where if scenario.placement_matters else "") for pod, where in placed.items())
@@ -344,6 +385,8 @@ async def _verdict(admin: KubeApi, scenario: Scenario, namespace: str, suffix: s
         nodes_used=len(set(placed.values())),
         phase=str((podgroup.get("status") or {}).get("phase") or ""),
         reason=waiting.reason.reason if waiting.reason is not None else None,
+        condition_message=shape(str(unschedulable[0].get("message") or "")) if unschedulable else "",
+        pods_scheduled=pods_scheduled,
     )
 
 
