@@ -6,8 +6,9 @@ scenario registers nodes, creates a PodGroup as tfgang's controller would, and -
 controller does, and as Volcano's pod admission demands -- creates the pods only once the
 PodGroup is Inqueue. Once nothing has changed for a while the verdicts must be the same:
 
-- which pods are bound, and where when the scenario leaves one answer (a node selector, one
-  node, one HyperNode); otherwise how many nodes the gang was packed on (binpack);
+- which pods are bound, and on which nodes when the scenario leaves one answer (a node selector,
+  one HyperNode; which pod goes to which of two equal nodes is Volcano's coin toss); otherwise
+  how many nodes the gang was packed on (binpack);
 - the PodGroup's phase;
 - the reason tfgang shows for a gang that waits (``tfjob.planner.waiting``, from Volcano's own
   PodGroup condition or event, or the pods' scheduling condition);
@@ -87,12 +88,16 @@ class Scenario:
 
 @dataclass(frozen=True)
 class Verdict:
-    bound: tuple[tuple[str, str], ...]  # (pod, node), node "" where placement does not matter
+    bound: tuple[str, ...]
+    nodes: tuple[str, ...]
+    """The node of each bound pod, sorted, where the scenario leaves one answer; else empty."""
     nodes_used: int
     phase: str
     reason: str | None
     condition_message: str
-    """The PodGroup's Unschedulable condition message (when true), suffixes removed."""
+    """The PodGroup's Unschedulable condition message while the gang waits, suffixes removed. Once
+    it runs, a leftover condition only tells whether some session happened to see part of the
+    gang's pods being created (either scheduler keeps it), so it is not compared."""
     pods_scheduled: tuple[tuple[str, str, str], ...]
     """(pod, reason, message) of each pod's PodScheduled=False condition, suffixes removed."""
 
@@ -378,14 +383,17 @@ async def _verdict(admin: KubeApi, scenario: Scenario, namespace: str, suffix: s
             if c.get("type") == "PodScheduled" and c.get("status") == "False"
         )
     )
+    phase = str((podgroup.get("status") or {}).get("phase") or "")
+    waits = phase not in ("Running", "Completed")
     return Verdict(
-        bound=tuple(
-            sorted((pod, where if scenario.placement_matters else "") for pod, where in placed.items())
-        ),
+        bound=tuple(sorted(placed)),
+        nodes=tuple(sorted(placed.values())) if scenario.placement_matters else (),
         nodes_used=len(set(placed.values())),
-        phase=str((podgroup.get("status") or {}).get("phase") or ""),
+        phase=phase,
         reason=waiting.reason.reason if waiting.reason is not None else None,
-        condition_message=shape(str(unschedulable[0].get("message") or "")) if unschedulable else "",
+        condition_message=shape(str(unschedulable[0].get("message") or ""))
+        if unschedulable and waits
+        else "",
         pods_scheduled=pods_scheduled,
     )
 
