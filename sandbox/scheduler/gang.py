@@ -2,22 +2,23 @@
 
 - enqueue: PodGroups in phase ``""``/``Pending`` are admitted (``Inqueue``) per ``enqueue.py``;
 - allocate: for admitted gangs, pending tasks are placed one by one (binpack scoring) on a scratch
-  copy of the node ledger. A task that fits nowhere stops the gang when the tasks left could no
-  longer make ``minMember`` (always, when ``minMember`` is every task); otherwise the others are
-  still tried, except those of the failed task's role (Volcano's ``NeedContinueAllocating`` and
-  its predicate cache by role). The placements are committed (the pods bound) only if the gang
-  then has ``minMember`` ready tasks and, when ``minMember`` covers the sum of
-  ``minTaskMember``, each role its minimum; otherwise they are discarded, so a gang never starts
-  partially, nor without a role it needs (a PS);
-- per-role minimums: a gang short of a role's minimum, in the pods that exist (Volcano's
-  ``JobValid``) or in those it could place, is ``Unschedulable`` with reason
-  ``NotEnoughPodsOfTask``, the reason Volcano's gang plugin gives that case (older releases wrote it
-  on the condition; newer ones log it and write ``NotEnoughResources``), naming the role;
+  copy of the node ledger, in Volcano's task order (priority, then the index that ends a pod's
+  name, then creation, then uid). A task that fits nowhere stops the gang as Volcano's
+  ``NeedContinueAllocating`` does: always when ``minMember`` is every task; when roles are checked,
+  once a failed role has fewer placed than its ``minTaskMember``; otherwise once the tasks left
+  could no longer make ``minMember``. When it goes on, the later tasks of the failed role are
+  skipped with Volcano's "has already predicated failed" error (its predicate cache by role).
+  The placements are committed (the pods bound) only if the gang then has ``minMember`` ready
+  tasks and, when ``minMember`` covers the sum of ``minTaskMember``, each role its minimum;
+  otherwise they are discarded, so a gang never starts partially, nor without a role it needs;
+- invalid gangs: fewer pods of a role than its ``minTaskMember`` (when roles are checked), or
+  fewer valid pods than ``minMember``, are not allocated at all (Volcano's gang ``JobValid``);
+  Volcano only logs that verdict (``NotEnoughPodsOfTask``), the PodGroup condition says
+  ``NotEnoughResources`` as for any gang that is not ready;
 - network topology: a gang whose PodGroup has ``networkTopology`` is placed inside one HyperNode
   of a tier up to ``highestTierAllowed``, lowest tiers first (its bound pods' nodes must be in it);
-  ``hard`` leaves it pending when none has room (the condition's message says so, and each pod's
-  fit error is prefixed ``In hyperNode <name>:`` as Volcano's is), ``soft`` falls back to any
-  nodes;
+  ``hard`` leaves it pending when none has room (each pod's fit error is prefixed
+  ``In hyperNode <name>:`` as Volcano's is), ``soft`` falls back to any nodes;
 - preempt (Volcano's ``gangpreempt``, simplified): an admitted gang that still cannot start takes
   the room of whole lower-priority gangs, lowest priority (then newest) first, as few as make it
   fit. Their bound and running pods are evicted as Volcano's evictor does (``DisruptionTarget``
@@ -38,6 +39,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import cmp_to_key
 from typing import Final
 
 from kubeobjects.volcano import PodGroupPhase
@@ -54,6 +56,7 @@ from sandbox.scheduler.decisions import (
 from sandbox.scheduler.enqueue import EnqueueAccount
 from sandbox.scheduler.ledger import Ledger
 from sandbox.scheduler.placement import Placement, binpack_score
+from sandbox.scheduler.resources import add, insufficient, subtract
 from sandbox.scheduler.snapshot import OCCUPYING, HyperNodeInfo, JobInfo, Snapshot, TaskInfo, TaskStatus
 
 PODGROUP_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
@@ -80,18 +83,37 @@ class _Attempt:
     placed: dict[str, str]
     failed: dict[str, str]
     committed: bool
-    short_roles: tuple[tuple[str, int, int], ...] = ()
-    """Roles below their ``minTaskMember``: (role, pods that count, minimum)."""
-    topology_note: str = ""
-    """Why a hard network topology left the gang pending."""
 
 
 def _job_order(job: JobInfo) -> tuple[int, str, str, str]:
     return (-job.priority, job.created, job.namespace, job.name)
 
 
-def _task_order(task: TaskInfo) -> tuple[int, str, str]:
-    return (-task.priority, task.created, task.name)
+def _pod_index(name: str) -> int | None:
+    """The index that ends a pod's name of three parts or more (``job-worker-3``), as Volcano reads it."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
+def _compare_tasks(left: TaskInfo, right: TaskInfo) -> int:
+    """Volcano's task order: higher priority first, then the lower name index, then the older pod,
+    then the lower uid (its ``priority`` plugin, then ``helpers.CompareTask``)."""
+    if left.priority != right.priority:
+        return -1 if left.priority > right.priority else 1
+    left_index, right_index = _pod_index(left.name), _pod_index(right.name)
+    if left_index is not None and right_index is not None and left_index != right_index:
+        return -1 if left_index < right_index else 1
+    if left.created != right.created:
+        return -1 if left.created < right.created else 1
+    return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+
+
+_task_order = cmp_to_key(_compare_tasks)
 
 
 def short_roles(job: JobInfo, roles: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
@@ -106,6 +128,24 @@ def short_roles(job: JobInfo, roles: Iterable[str]) -> tuple[tuple[str, int, int
     )
 
 
+def _skipped(task: TaskInfo) -> str:
+    """Volcano's fit error for a task whose role already failed its predicates this session."""
+    return f"Task {task.name} with role spec {task.role} has already predicated failed, skip"
+
+
+def _continue_after_failure(
+    job: JobInfo, failed_roles: set[str], allocated: Counter[str], ready: int, left: Iterable[TaskInfo]
+) -> bool:
+    """Volcano's ``NeedContinueAllocating``, once a task fitted nowhere: whether the tasks
+    ``left`` (pending, not tried yet) could still make the gang ready."""
+    if job.min_member == len(job.tasks):
+        return False
+    if not job.checks_roles:
+        untried = sum(1 for task in left if task.role not in failed_roles)
+        return ready + untried >= job.min_member
+    return all(allocated[role] >= job.min_task_member.get(role, 0) for role in failed_roles)
+
+
 def _try_allocate(job: JobInfo, ledger: Ledger, hypernodes: Sequence[HyperNodeInfo] = ()) -> _Attempt:
     """Place the gang; with a network topology, inside one HyperNode of an allowed tier, trying
     the lowest tiers first (soft: anywhere when none has room)."""
@@ -115,7 +155,14 @@ def _try_allocate(job: JobInfo, ledger: Ledger, hypernodes: Sequence[HyperNodeIn
         return _try_in(job, ledger, None)
     tier = topology.highest_tier
     holding = {t.node_name for t in job.tasks if t.node_name and t.status in OCCUPYING}
-    domains = [h for h in hypernodes if (tier is None or h.tier <= tier) and holding <= h.nodes and h.nodes]
+    domains = [
+        h
+        for h in hypernodes
+        if (tier is None or h.tier <= tier)
+        and holding <= h.nodes
+        and h.nodes
+        and (holding or _has_room_for(job, ledger, h))
+    ]
     first: tuple[HyperNodeInfo, _Attempt] | None = None
     for domain in domains:
         attempt = _try_in(job, ledger, domain.nodes)
@@ -124,56 +171,60 @@ def _try_allocate(job: JobInfo, ledger: Ledger, hypernodes: Sequence[HyperNodeIn
         first = first or (domain, attempt)
     if not topology.hard:
         return _try_in(job, ledger, None)
-    allowed = "any tier" if tier is None else f"tier <= {tier}"
-    note = f"network topology {topology.mode}: the gang fits in no HyperNode of {allowed}"
     if first is None:
-        return _Attempt(
-            {}, {}, False, topology_note=f"network topology {topology.mode}: no HyperNode of {allowed}"
-        )
+        return _Attempt({}, {}, False)
     domain, attempt = first
     failed = {uid: f"In hyperNode {domain.name}: {reason}" for uid, reason in attempt.failed.items()}
-    return replace(attempt, failed=failed, topology_note=note)
+    return replace(attempt, failed=failed)
+
+
+def _has_room_for(job: JobInfo, ledger: Ledger, domain: HyperNodeInfo) -> bool:
+    """Whether ``domain``'s idle resources cover the gang's ``minResources``: the
+    network-topology-aware plugin tries no other HyperNode (unless the gang already holds some)."""
+    if not job.min_resources:
+        return True
+    idle: dict[str, int] = {}
+    for node in ledger.nodes:
+        if node.name in domain.nodes:
+            free = subtract(node.allocatable, ledger.used.get(node.name, {}))
+            idle = add(idle, {name: max(0, amount) for name, amount in free.items()})
+    return not insufficient(job.min_resources, idle)
 
 
 def _try_in(job: JobInfo, ledger: Ledger, only: frozenset[str] | None) -> _Attempt:
     valid = [task for task in job.tasks if task.status in _VALID]
     pending = sorted((t for t in job.tasks if t.status is TaskStatus.PENDING), key=_task_order)
-    invalid_roles = short_roles(job, (task.role for task in valid))
-    if invalid_roles:
-        return _Attempt({}, {}, False, invalid_roles)
-    if len(valid) < job.min_member or not pending:
-        return _Attempt({}, {}, False)
+    if short_roles(job, (task.role for task in valid)) or len(valid) < job.min_member or not pending:
+        return _Attempt({}, {}, False)  # Volcano's JobValid fails, or nothing to place: skipped
     ready_before = pgs.ready_count(t.status for t in job.tasks)
+    allocated = Counter(t.role for t in job.tasks if pgs.is_ready(t.status))
     scratch = ledger.fork(only)
     placed: dict[str, str] = {}
     failed: dict[str, str] = {}
     failed_roles: set[str] = set()
     for position, task in enumerate(pending):
-        if task.role in failed_roles:
-            continue  # its role already failed predicates this session: Volcano skips it
+        if task.role and task.role in failed_roles:
+            failed[task.uid] = _skipped(task)
+            continue
         outcome = scratch.place(task, binpack_score, volcano=True)
         if not isinstance(outcome, Placement):
             failed[task.uid] = outcome
             failed_roles.add(task.role)
-            left = sum(1 for other in pending[position + 1 :] if other.role not in failed_roles)
-            if job.min_member >= len(job.tasks) or ready_before + len(placed) + left < job.min_member:
+            left = pending[position + 1 :]
+            if not _continue_after_failure(job, failed_roles, allocated, ready_before + len(placed), left):
                 break  # the rest could not complete the gang anyway; Volcano stops here too
             continue
         scratch.commit(task, outcome.node)
         placed[task.uid] = outcome.node
+        allocated[task.role] += 1
     ready = ready_before + len(placed)
     ready_roles = [t.role for t in job.tasks if pgs.is_ready(t.status) or t.uid in placed]
-    missing_roles = short_roles(job, ready_roles)
-    if ready >= job.min_member and not missing_roles:
+    if ready >= job.min_member and not short_roles(job, ready_roles):
         for task in pending:
             if task.uid in placed:
                 ledger.commit(task, placed[task.uid])
         return _Attempt(placed, failed, True)
-    return _Attempt(placed, failed, False, missing_roles if ready >= job.min_member else ())
-
-
-def _roles_text(roles: tuple[tuple[str, int, int], ...]) -> str:
-    return "; ".join(f"task {role or '<none>'}: {have}/{need} of minTaskMember" for role, have, need in roles)
+    return _Attempt(placed, failed, False)
 
 
 def choose_victims(preemptor: JobInfo, jobs: Iterable[JobInfo], ledger: Ledger) -> list[JobInfo] | None:
@@ -253,7 +304,6 @@ def schedule_gangs(
     binds: list[Bind] = []
     pod_conditions: list[PodUnschedulable] = []
     writes: list[PodGroupStatusWrite] = []
-    rejections: dict[str, str] = {}
     admitted: list[JobInfo] = []
     starving: list[JobInfo] = []
     stored_phase = {job.key: job.phase for job in jobs}
@@ -264,7 +314,6 @@ def schedule_gangs(
                 account.admit(job)
                 job = replace(job, phase=PodGroupPhase.INQUEUE)
             else:
-                rejections[job.key] = verdict.message
                 events.append(_event(job, "Normal", UNSCHEDULABLE, verdict.message))
         admitted.append(job)
 
@@ -304,27 +353,20 @@ def schedule_gangs(
         fit = pgs.fit_error(
             statuses, job.min_member, [reasons.get(t.uid, (UNSCHEDULABLE, ""))[0] for t in pending_tasks]
         )
-        if job.key in rejections:
-            fit = f"{fit}. {rejections[job.key]}"
-        else:
-            origin = next((t for t in pending_tasks if t.uid in attempt.failed), None)
-            if origin is not None:
-                fit = f"{fit}. Origin reason is {origin.name}: {attempt.failed[origin.uid]}"
+        origin = next((t for t in sorted(pending_tasks, key=_task_order) if t.uid in attempt.failed), None)
+        if origin is not None:
+            fit = f"{fit}. Origin reason is {origin.name}: {attempt.failed[origin.uid]}"
 
         condition = None
-        job_message = ""
         if job.tasks:
             if gang_ready:
                 condition = pgs.scheduled_condition(now, session_id)
             else:
-                job_message = f"{job.min_member - ready}/{len(job.tasks)} tasks in gang unschedulable: {fit}"
-                reason = pgs.NOT_ENOUGH_RESOURCES
-                if attempt.short_roles:
-                    reason = pgs.NOT_ENOUGH_PODS_OF_TASK
-                    job_message = f"{job_message}; {_roles_text(attempt.short_roles)}"
-                if attempt.topology_note:
-                    job_message = f"{job_message}; {attempt.topology_note}"
-                condition = pgs.unschedulable_condition(job_message, now, session_id, reason)
+                # Volcano's gang plugin counts the tasks it could place, even in a discarded attempt.
+                schedulable = sum(1 for reason, _ in reasons.values() if reason == SCHEDULABLE)
+                unready = job.min_member - ready - schedulable
+                job_message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {fit}"
+                condition = pgs.unschedulable_condition(job_message, now, session_id)
         unschedulable_now = bool(job.tasks) and not gang_ready
         phase = pgs.compute_phase(job.phase, job.min_member, statuses, unschedulable_now)
         conditions = pgs.merge_conditions(job.conditions, condition)
@@ -344,7 +386,7 @@ def schedule_gangs(
         for task in pending_tasks:
             if gang_ready and task.uid not in attempt.failed:
                 continue
-            reason, message = reasons.get(task.uid, (UNSCHEDULABLE, job_message or fit))
+            reason, message = reasons.get(task.uid, (UNSCHEDULABLE, fit))
             update = pod_unschedulable(task, reason, message, now)
             if update is not None:
                 pod_conditions.append(update)

@@ -21,7 +21,6 @@ from sandbox.scheduler.snapshot import TaskStatus
 UNSCHEDULABLE_TYPE: Final = "Unschedulable"
 SCHEDULED_TYPE: Final = "Scheduled"
 NOT_ENOUGH_RESOURCES: Final = "NotEnoughResources"
-NOT_ENOUGH_PODS_OF_TASK: Final = "NotEnoughPodsOfTask"
 GANG_READY_REASON: Final = "tasks in gang are ready to be scheduled"
 POD_GROUP_NOT_READY: Final = "pod group is not ready"
 POD_GROUP_READY: Final = "pod group is ready"

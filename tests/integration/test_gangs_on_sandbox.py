@@ -2,15 +2,17 @@
 
 ``schedulingPolicy.minAvailable`` below the total lets Volcano start a gang of workers without its
 parameter server (training-operator sets ``minMember`` only); tfgang's PodGroup carries
-``minTaskMember``, so the gang waits, says why (``NotEnoughPodsOfTask``), and starts once the PS fits.
-A job annotated ``tfgang.io/network-topology`` gets the PodGroup's ``networkTopology``: in hard mode
-it waits, saying so, until one HyperNode of the allowed tier has room, and runs inside it.
+``minTaskMember``, so the gang waits, says why in Volcano's words (``NotEnoughResources``, the PS's
+fit error as the origin), and starts once the PS fits. A job annotated
+``tfgang.io/network-topology`` gets the PodGroup's ``networkTopology``: in hard mode it waits,
+saying so, until one HyperNode of the allowed tier has room, and runs inside it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import uuid
 from typing import Any
 
@@ -25,6 +27,18 @@ from .operator import controller_config, running_controller
 
 GRACE = 1.0  # the controller reports a reason once it has held this long
 PS_HOST_LABEL = "tfgang.test/ps-host"
+# Volcano tries pergang-worker-0 and pergang-ps-0 (both index 0) oldest first, then by uid, so
+# either comes first: one worker placed before the PS stops the gang (1 left to make minMember),
+# or the PS first (2 left). Either way the PS's fit error is the origin.
+PS_NOWHERE = re.compile(
+    r"PodGroup pergang is Inqueue \(NotEnoughResources\): "
+    r"(1/3 tasks in gang unschedulable: pod group is not ready, 2 minAvailable, 3 Pending; "
+    r"Pending: 1 Schedulable, 2 Unschedulable"
+    r"|2/3 tasks in gang unschedulable: pod group is not ready, 2 minAvailable, 3 Pending; "
+    r"Pending: 3 Unschedulable)"
+    r"\. Origin reason is pergang-ps-0: 0/1 nodes are unavailable: "
+    r"1 node\(s\) didn't match Pod's node affinity/selector\.$"
+)
 
 
 
@@ -58,13 +72,20 @@ async def test_a_job_with_min_available_below_its_total_waits_until_its_ps_fits(
 
         async def says_why() -> str | None:
             message = str((condition(await cluster.job("pergang"), "Created") or {}).get("message") or "")
-            return message if "NotEnoughPodsOfTask" in message else None
+            return message if "Origin reason is pergang-ps-0" in message else None
 
-        message = await eventually(says_why, 60, what="the Created condition naming NotEnoughPodsOfTask")
-        assert "PodGroup pergang is Inqueue (NotEnoughPodsOfTask)" in message
-        assert "task ps: 0/1 of minTaskMember" in message
+        message = await eventually(says_why, 60, what="the Created condition naming the PS's fit error")
+        assert PS_NOWHERE.search(message), message
         pods = await cluster.pods("pergang")
         assert sorted(pods) == ["pergang-ps-0", "pergang-worker-0", "pergang-worker-1"]
+        ps_scheduled = next(
+            c for c in pods["pergang-ps-0"]["status"]["conditions"] if c["type"] == "PodScheduled"
+        )
+        assert (ps_scheduled["status"], ps_scheduled["reason"], ps_scheduled["message"]) == (
+            "False",
+            "Unschedulable",
+            "0/1 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector.",
+        )
         # Two workers would make minMember, and they fit: without minTaskMember they would be bound.
         await asyncio.sleep(2)
         assert _bound(await cluster.pods("pergang")) == []
@@ -121,11 +142,15 @@ async def test_a_hard_topology_job_waits_with_the_topology_reason_then_runs_insi
 
             async def says_why() -> str | None:
                 message = str((condition(await cluster.job("placed"), "Created") or {}).get("message") or "")
-                return message if "network topology" in message else None
+                return message if "PodGroup placed is Inqueue" in message else None
 
-            message = await eventually(says_why, 60, what="the Created condition naming the topology")
-            assert "PodGroup placed is Inqueue (NotEnoughResources)" in message
-            assert message.endswith("network topology hard: the gang fits in no HyperNode of tier <= 1")
+            # No HyperNode of tier 1 has idle room for the gang's minResources, so Volcano's
+            # network-topology-aware plugin offers none to try: no pod has a fit error of its own.
+            message = await eventually(says_why, 60, what="the Created condition naming the PodGroup")
+            assert message.endswith(
+                "PodGroup placed is Inqueue (NotEnoughResources): 2/2 tasks in gang unschedulable: "
+                "pod group is not ready, 2 Pending, 2 minAvailable; Pending: 2 Unschedulable"
+            ), message
             assert _bound(await cluster.pods("placed")) == []
 
             # The first switch gets a second node: the gang fits there, and only there.

@@ -6,11 +6,18 @@ scenario registers nodes, creates a PodGroup as tfgang's controller would, and -
 controller does, and as Volcano's pod admission demands -- creates the pods only once the
 PodGroup is Inqueue. Once nothing has changed for a while the verdicts must be the same:
 
-- which pods are bound, and where when the scenario leaves one answer (a node selector, one
-  node, one HyperNode); otherwise how many nodes the gang was packed on (binpack);
+- which pods are bound, and on which nodes when the scenario leaves one answer (a node selector,
+  one HyperNode; which pod goes to which of two equal nodes is Volcano's coin toss); otherwise
+  how many nodes the gang was packed on (binpack);
 - the PodGroup's phase;
 - the reason tfgang shows for a gang that waits (``tfjob.planner.waiting``, from Volcano's own
-  PodGroup condition or event, or the pods' scheduling condition).
+  PodGroup condition or event, or the pods' scheduling condition);
+- the words: the PodGroup's ``Unschedulable`` condition message and each pod's ``PodScheduled``
+  reason and message, with the scenario's random suffixes removed.
+
+Pods are named ``<job>-<role>-<index>`` with one index per pod: Volcano tries the pods of a gang
+by that index, then by creation (a second's resolution), then by uid, so without distinct indices
+the order, and the "Origin reason is <pod>" it writes, would be a coin toss.
 
 Volcano is right: a difference is a sandbox defect, fixed in the sandbox; docs/architecture.md
 lists what this comparison found.
@@ -81,52 +88,74 @@ class Scenario:
 
 @dataclass(frozen=True)
 class Verdict:
-    bound: tuple[tuple[str, str], ...]  # (pod, node), node "" where placement does not matter
+    bound: tuple[str, ...]
+    nodes: tuple[str, ...]
+    """The node of each bound pod, sorted, where the scenario leaves one answer; else empty."""
     nodes_used: int
     phase: str
     reason: str | None
+    condition_message: str
+    """The PodGroup's Unschedulable condition message while the gang waits, suffixes removed. Once
+    it runs, a leftover condition only tells whether some session happened to see part of the
+    gang's pods being created (either scheduler keeps it), so it is not compared."""
+    pods_scheduled: tuple[tuple[str, str, str], ...]
+    """(pod, reason, message) of each pod's PodScheduled=False condition, suffixes removed."""
+
+
+def _workers(count: int, cpu: str = "1", node_selector: Mapping[str, str] | None = None) -> tuple[Pod, ...]:
+    return tuple(
+        Pod(f"job-worker-{i}", cpu=cpu, node_selector=dict(node_selector or {})) for i in range(count)
+    )
 
 
 SCENARIOS = (
-    Scenario("a gang that fits is bound whole", ("n1",), tuple(Pod(f"w{i}") for i in range(3)), 3),
+    Scenario("a gang that fits is bound whole", ("n1",), _workers(3), 3),
     Scenario(
         "room for three of four binds none",
         ("n1",),
-        tuple(Pod(f"w{i}") for i in range(4)),
+        _workers(4),
         4,
         min_resources=False,
     ),
     Scenario(
         "a gang asking more than the cluster has is never enqueued",
         ("n1",),
-        tuple(Pod(f"w{i}", cpu="2") for i in range(4)),
+        _workers(4, cpu="2"),
         4,
     ),
     Scenario(
         "minTaskMember holds the workers until the ps fits",
         ("n1",),
-        (Pod("ps0", task="ps", node_selector={"role": "ps"}), Pod("w0"), Pod("w1")),
+        (Pod("job-ps-0", task="ps", node_selector={"role": "ps"}), Pod("job-worker-1"), Pod("job-worker-2")),
+        2,
+        min_task_member={"ps": 1, "worker": 1},
+    ),
+    Scenario(
+        # tfgang's case: all pods exist, a worker is tried before the ps, which fits nowhere.
+        "minTaskMember: a worker placed before the ps that fits nowhere counts as schedulable",
+        ("n1",),
+        (Pod("job-worker-0"), Pod("job-ps-1", task="ps", node_selector={"role": "ps"}), Pod("job-worker-2")),
         2,
         min_task_member={"ps": 1, "worker": 1},
     ),
     Scenario(
         "minAvailable below the total binds everything that fits",
         ("n1",),
-        (Pod("ps0", task="ps"), Pod("w0"), Pod("w1")),
+        (Pod("job-ps-0", task="ps"), Pod("job-worker-1"), Pod("job-worker-2")),
         2,
         min_task_member={"ps": 1, "worker": 1},
     ),
     Scenario(
         "a taint without toleration binds none",
         ("n1",),
-        (Pod("w0"), Pod("w1")),
+        _workers(2),
         2,
         taints={"n1": ({"key": "dedicated", "value": "infra", "effect": "NoSchedule"},)},
     ),
     Scenario(
         "a node selector picks the node",
         ("n1", "n2"),
-        (Pod("w0", node_selector={"pool": "b"}), Pod("w1", node_selector={"pool": "b"})),
+        _workers(2, node_selector={"pool": "b"}),
         2,
         node_labels={"n1": {"pool": "a"}, "n2": {"pool": "b"}},
         placement_matters=True,
@@ -134,19 +163,19 @@ SCENARIOS = (
     Scenario(
         "binpack puts a small gang on one node",
         ("n1", "n2"),
-        (Pod("w0"), Pod("w1")),
+        _workers(2),
         2,
     ),
     Scenario(
         "a gang too big for one node spreads over two",
         ("n1", "n2"),
-        tuple(Pod(f"w{i}", cpu="3") for i in range(2)),
+        _workers(2, cpu="3"),
         2,
     ),
     Scenario(
         "hard topology: a gang that fits no tier-1 HyperNode waits",
         ("n1", "n2"),
-        tuple(Pod(f"w{i}", cpu="3") for i in range(2)),
+        _workers(2, cpu="3"),
         2,
         hypernodes={"s1": ("n1",), "s2": ("n2",)},
         network_topology={"mode": "hard", "highestTierAllowed": 1},
@@ -154,7 +183,7 @@ SCENARIOS = (
     Scenario(
         "hard topology: the gang runs inside the one HyperNode it fits",
         ("n1", "n2", "n3"),
-        tuple(Pod(f"w{i}", cpu="3") for i in range(2)),
+        _workers(2, cpu="3"),
         2,
         hypernodes={"s1": ("n1",), "s2": ("n2", "n3")},
         network_topology={"mode": "hard", "highestTierAllowed": 1},
@@ -163,7 +192,7 @@ SCENARIOS = (
     Scenario(
         "soft topology binds across HyperNodes",
         ("n1", "n2"),
-        tuple(Pod(f"w{i}", cpu="3") for i in range(2)),
+        _workers(2, cpu="3"),
         2,
         hypernodes={"s1": ("n1",), "s2": ("n2",)},
         network_topology={"mode": "soft"},
@@ -171,7 +200,7 @@ SCENARIOS = (
     Scenario(
         "a queue whose capability is below the gang keeps it Pending",
         ("n1",),
-        (Pod("w0"), Pod("w1")),
+        _workers(2),
         2,
         queue_capability={"cpu": "1", "memory": "8Gi"},
     ),
@@ -337,13 +366,35 @@ async def _verdict(admin: KubeApi, scenario: Scenario, namespace: str, suffix: s
         if pod["spec"].get("nodeName")
     }
     waiting = why_waiting(as_podgroup(podgroup), events, pods, datetime.now(UTC), grace=0.0)
+
+    def shape(text: str) -> str:
+        return text.replace(f"-{suffix}", "")
+
+    unschedulable = [
+        c
+        for c in (podgroup.get("status") or {}).get("conditions") or ()
+        if c.get("type") == "Unschedulable" and c.get("status") == "True"
+    ]
+    pods_scheduled = tuple(
+        sorted(
+            (pod["metadata"]["name"], str(c.get("reason") or ""), shape(str(c.get("message") or "")))
+            for pod in pods
+            for c in (pod.get("status") or {}).get("conditions") or ()
+            if c.get("type") == "PodScheduled" and c.get("status") == "False"
+        )
+    )
+    phase = str((podgroup.get("status") or {}).get("phase") or "")
+    waits = phase not in ("Running", "Completed")
     return Verdict(
-        bound=tuple(
-            sorted((pod, where if scenario.placement_matters else "") for pod, where in placed.items())
-        ),
+        bound=tuple(sorted(placed)),
+        nodes=tuple(sorted(placed.values())) if scenario.placement_matters else (),
         nodes_used=len(set(placed.values())),
-        phase=str((podgroup.get("status") or {}).get("phase") or ""),
+        phase=phase,
         reason=waiting.reason.reason if waiting.reason is not None else None,
+        condition_message=shape(str(unschedulable[0].get("message") or ""))
+        if unschedulable and waits
+        else "",
+        pods_scheduled=pods_scheduled,
     )
 
 

@@ -259,8 +259,9 @@ def test_messages_are_bounded() -> None:
     assert all(len(event.message) <= MAX_MESSAGE for event in result.events)
 
 
-def test_a_gang_waiting_for_its_ps_names_volcano_s_not_enough_pods_of_task() -> None:
-    """minTaskMember: a gang whose workers fit but whose PS does not waits, and says so."""
+def test_a_gang_waiting_for_its_ps_shows_volcano_s_words_with_the_ps_as_origin() -> None:
+    """minTaskMember: a gang whose workers fit but whose PS does not waits, and says so in the
+    words Volcano v1.14 writes (NotEnoughResources, the PS's fit error as the origin)."""
     job = make_job(
         {"PS": replica(1, cpu="3"), "Worker": replica(3, cpu="1")},
         run_policy={"schedulingPolicy": {"minAvailable": 2}},
@@ -268,20 +269,18 @@ def test_a_gang_waiting_for_its_ps_names_volcano_s_not_enough_pods_of_task() -> 
     group = podgroup(job, "Inqueue")
     assert group["spec"]["minTaskMember"] == {"ps": 1, "worker": 1}
     why = (
-        "3/4 tasks in gang unschedulable: pod group is not ready, 2 minAvailable, 4 Pending; "
-        "Pending: 1 Unschedulable, 3 Schedulable. Origin reason is tj-ps-0: 0/2 nodes are "
-        "unavailable: 2 Insufficient cpu.; task ps: 0/1 of minTaskMember"
+        "1/4 tasks in gang unschedulable: pod group is not ready, 2 minAvailable, 4 Pending; "
+        "Pending: 1 Schedulable, 3 Unschedulable. Origin reason is tj-ps-0: 0/2 nodes are "
+        "unavailable: 2 Insufficient cpu."
     )
     _unschedulable(group, why, at(1))
-    group["status"]["conditions"][0]["reason"] = "NotEnoughPodsOfTask"  # type: ignore[typeddict-item]
     first = _plan(job, group, at(0))
     job = with_status(job, first)
     pods = [pod(job, "PS", 0), *(pod(job, "Worker", i) for i in range(3))]
 
     held = _plan(job, group, at(11), pods=pods)
     message = _created_message(held)
-    assert message.startswith(
-        "TFJob tj is created. Not running yet: PodGroup tj is Inqueue (NotEnoughPodsOfTask): "
+    assert message == (
+        f"TFJob tj is created. Not running yet: PodGroup tj is Inqueue (NotEnoughResources): {why}"
     )
-    assert message.endswith("task ps: 0/1 of minTaskMember")
     assert [(e.type, e.reason) for e in held.events] == [("Warning", "PodGroupPending")]
