@@ -153,7 +153,7 @@ def _try_allocate(job: JobInfo, ledger: Ledger, hypernodes: Sequence[HyperNodeIn
     pending = any(task.status is TaskStatus.PENDING for task in job.tasks)
     if topology is None or not pending:
         return _try_in(job, ledger, None)
-    tier = topology.highest_tier
+    tier = topology.allowed_tier(hypernodes)
     holding = {t.node_name for t in job.tasks if t.node_name and t.status in OCCUPYING}
     domains = [
         h

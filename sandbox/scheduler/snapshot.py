@@ -99,10 +99,23 @@ class NetworkTopology:
 
     mode: str
     highest_tier: int | None
+    highest_tier_name: str | None = None
+    """The limit by a tier's name (``highestTierName``), looked up in the HyperNodes' ``tierName``."""
 
     @property
     def hard(self) -> bool:
         return self.mode != "soft"
+
+    def allowed_tier(self, hypernodes: Sequence[HyperNodeInfo]) -> int | None:
+        """The highest tier the gang may spread over: ``highestTierAllowed``, else the tier whose
+        HyperNodes carry ``highestTierName`` (Volcano's allocate looks the name up the same way
+        and, finding none, sets no limit); None: any tier."""
+        if self.highest_tier is not None or self.highest_tier_name is None:
+            return self.highest_tier
+        for hypernode in hypernodes:
+            if hypernode.tier_name == self.highest_tier_name:
+                return hypernode.tier
+        return None
 
 
 @dataclass(frozen=True)
@@ -112,6 +125,7 @@ class HyperNodeInfo:
     name: str
     tier: int
     nodes: frozenset[str]
+    tier_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -262,9 +276,11 @@ def _network_topology(raw: Any) -> NetworkTopology | None:
     if not isinstance(raw, Mapping):
         return None
     tier = raw.get("highestTierAllowed")
+    tier_name = raw.get("highestTierName")
     return NetworkTopology(
         mode=str(raw.get("mode") or "hard"),
         highest_tier=tier if isinstance(tier, int) and not isinstance(tier, bool) else None,
+        highest_tier_name=tier_name if isinstance(tier_name, str) and tier_name else None,
     )
 
 
@@ -309,9 +325,15 @@ def build_hypernodes(
 
     infos = []
     for name, body in raw.items():
-        tier = (body.get("spec") or {}).get("tier")
+        spec = body.get("spec") or {}
+        tier, tier_name = spec.get("tier"), spec.get("tierName")
         infos.append(
-            HyperNodeInfo(name, tier if isinstance(tier, int) else 0, resolve(name, frozenset({name})))
+            HyperNodeInfo(
+                name,
+                tier if isinstance(tier, int) else 0,
+                resolve(name, frozenset({name})),
+                tier_name if isinstance(tier_name, str) else "",
+            )
         )
     return tuple(sorted(infos, key=lambda h: (h.tier, h.name)))
 

@@ -16,6 +16,7 @@ import re
 import uuid
 from typing import Any
 
+from controller.resources import TFJOBS
 from kube.errors import NotFound
 from kube.patches import PatchType
 from kube.resources import NODES
@@ -39,7 +40,6 @@ PS_NOWHERE = re.compile(
     r"\. Origin reason is pergang-ps-0: 0/1 nodes are unavailable: "
     r"1 node\(s\) didn't match Pod's node affinity/selector\.$"
 )
-
 
 
 def _bound(pods: dict[str, dict[str, Any]]) -> list[str]:
@@ -105,13 +105,20 @@ async def test_a_job_with_min_available_below_its_total_waits_until_its_ps_fits(
         ]
 
 
-def _hypernode(name: str, tier: int, nodes: list[str]) -> dict[str, Any]:
-    members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+def _hypernode(
+    name: str, tier: int, members: list[str], *, tier_name: str = "", member_type: str = "Node"
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "tier": tier,
+        "members": [{"type": member_type, "selector": {"exactMatch": {"name": m}}} for m in members],
+    }
+    if tier_name:
+        spec["tierName"] = tier_name
     return {
         "apiVersion": "topology.volcano.sh/v1alpha1",
         "kind": "HyperNode",
         "metadata": {"name": name},
-        "spec": {"tier": tier, "members": members},
+        "spec": spec,
     }
 
 
@@ -171,3 +178,55 @@ async def test_a_hard_topology_job_waits_with_the_topology_reason_then_runs_insi
             for switch in switches:
                 with contextlib.suppress(NotFound):
                     await admin.delete(HYPERNODES, switch)
+
+
+async def test_a_hard_gang_that_fits_no_leaf_runs_once_its_annotation_names_the_spine_tier(
+    cluster: Cluster, apiserver: Any, controller_kubeconfig: str
+) -> None:
+    ns = cluster.namespace
+    suffix = uuid.uuid4().hex[:6]
+    hosts = [f"tier-{suffix}-{i}" for i in range(2)]
+    leaves = [f"leaf-{suffix}-{i}" for i in range(2)]
+    spine = f"spine-{suffix}"
+    job = simple_job("spread", ns, workers=2)
+    job["metadata"]["annotations"] = {
+        "tfgang.io/network-topology": '{"mode": "hard", "highestTierName": "leaf"}'
+    }
+    for spec in job["spec"]["tfReplicaSpecs"].values():  # two of them never fit one node
+        spec["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "600", "memory": "10Mi"}}
+    config = controller_config(namespace=ns, pending_reason_grace_seconds=GRACE)
+    async with (
+        gang_scheduler(apiserver, [node(host) for host in hosts]) as admin,
+        running_controller(controller_kubeconfig, config),
+    ):
+        for leaf, host in zip(leaves, hosts, strict=True):
+            await admin.create(HYPERNODES, _hypernode(leaf, 1, [host], tier_name="leaf"))
+        await admin.create(
+            HYPERNODES, _hypernode(spine, 2, leaves, tier_name="spine", member_type="HyperNode")
+        )
+        try:
+            await cluster.create_job(job)
+            podgroup = await eventually(lambda: cluster.podgroup("spread"), 30, what="the PodGroup")
+            assert podgroup["spec"]["networkTopology"] == {"mode": "hard", "highestTierName": "leaf"}
+            await asyncio.sleep(5)  # several scheduling periods: no leaf holds both workers
+            assert _bound(await cluster.pods("spread")) == []
+
+            spine_allowed = '{"mode": "hard", "highestTierName": "spine"}'
+            await cluster.api.patch(
+                TFJOBS,
+                "spread",
+                {"metadata": {"annotations": {"tfgang.io/network-topology": spine_allowed}}},
+                ns,
+                patch_type=PatchType.MERGE,
+            )
+
+            async def all_bound() -> dict[str, dict[str, Any]] | None:
+                pods = await cluster.pods("spread")
+                return pods if len(_bound(pods)) == 2 else None
+
+            pods = await eventually(all_bound, 60, what="the gang bound across the spine once allowed")
+            assert sorted(pod["spec"]["nodeName"] for pod in pods.values()) == sorted(hosts)
+        finally:
+            for name in (*leaves, spine):
+                with contextlib.suppress(NotFound):
+                    await admin.delete(HYPERNODES, name)
