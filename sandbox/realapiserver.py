@@ -68,7 +68,9 @@ __all__ = [
     "RealApiServer",
     "RealApiServerError",
     "RealApiServerOptions",
+    "built_folder",
     "find_bin_dir",
+    "run_in_foreground",
     "start_real_apiserver",
 ]
 
@@ -104,19 +106,23 @@ class RealApiServerError(RuntimeError):
     """The binaries are missing or a component did not start."""
 
 
+def built_folder(env: str, script: Path) -> Path:
+    """The folder ``$env`` names, else the one ``script build`` builds or reuses and prints last."""
+    explicit = os.environ.get(env)
+    if explicit:
+        return Path(explicit)
+    if not script.exists():
+        raise RealApiServerError(f"set {env}: no {script} to build with")
+    built = subprocess.run(["bash", str(script), "build"], capture_output=True, check=False)
+    if built.returncode != 0:
+        tail = built.stderr.decode(errors="replace")[-3000:]
+        raise RealApiServerError(f"scripts/{script.name} failed with code {built.returncode}:\n{tail}")
+    return Path(built.stdout.decode().strip().splitlines()[-1])
+
+
 def find_bin_dir() -> Path:
     """``$TFGANG_KUBE_BIN_DIR``, else what ``scripts/kube-apiserver`` builds or reuses."""
-    explicit = os.environ.get(BIN_DIR_ENV)
-    if explicit:
-        directory = Path(explicit)
-    else:
-        if not BUILD_SCRIPT.exists():
-            raise RealApiServerError(f"set {BIN_DIR_ENV}: no {BUILD_SCRIPT} to build kube-apiserver with")
-        built = subprocess.run(["bash", str(BUILD_SCRIPT), "build"], capture_output=True, check=False)
-        if built.returncode != 0:
-            tail = built.stderr.decode(errors="replace")[-3000:]
-            raise RealApiServerError(f"scripts/kube-apiserver failed with code {built.returncode}:\n{tail}")
-        directory = Path(built.stdout.decode().strip().splitlines()[-1])
+    directory = built_folder(BIN_DIR_ENV, BUILD_SCRIPT)
     missing = [name for name in BINARIES if not os.access(directory / name, os.X_OK)]
     if missing:
         raise RealApiServerError(f"{directory} lacks {', '.join(missing)}")
@@ -563,6 +569,32 @@ def start_real_apiserver(options: RealApiServerOptions = RealApiServerOptions())
         server.stop()
 
 
+def run_in_foreground(started: contextlib.AbstractContextManager[RealApiServer], copy_to: Path | None) -> int:
+    """Run a started server until SIGTERM or Ctrl-C, printing where its kubeconfig and logs are;
+    1 when it did not start or one of its components died."""
+    stop = False
+
+    def request_stop(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    try:
+        with started as server:
+            if copy_to:
+                shutil.copyfile(server.kubeconfig, copy_to)
+            print(f"kube-apiserver at {server.url}; kubeconfig {copy_to or server.kubeconfig}", flush=True)
+            print(f"logs in {server.log_dir}; Ctrl-C stops it", flush=True)
+            while not stop:
+                server.check()
+                time.sleep(0.5)
+    except RealApiServerError as error:
+        print(f"kube-apiserver did not run: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m sandbox.realapiserver", description=(__doc__ or "").split("\n")[0]
@@ -574,31 +606,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--authorize", action="store_true", help="enforce RBAC for every user")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    stop = False
-
-    def request_stop(*_: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
     options = RealApiServerOptions(
         bin_dir=args.bin_dir, workdir=args.workdir, port=args.port, authorize=args.authorize
     )
-    try:
-        with start_real_apiserver(options) as server:
-            if args.kubeconfig:
-                shutil.copyfile(server.kubeconfig, args.kubeconfig)
-            kubeconfig = args.kubeconfig or server.kubeconfig
-            print(f"kube-apiserver at {server.url}; kubeconfig {kubeconfig}", flush=True)
-            print(f"logs in {server.log_dir}; Ctrl-C stops it", flush=True)
-            while not stop:
-                server.check()
-                time.sleep(0.5)
-    except RealApiServerError as error:
-        print(f"kube-apiserver did not run: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return run_in_foreground(start_real_apiserver(options), args.kubeconfig)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -50,6 +47,8 @@ from sandbox.realapiserver import (
     RealApiServer,
     RealApiServerError,
     RealApiServerOptions,
+    built_folder,
+    run_in_foreground,
     write_private_file,
 )
 
@@ -90,15 +89,7 @@ PLACEMENT_FLAGS = (
 
 def find_components() -> Path:
     """``$TFGANG_REAL_COMPONENTS``, else what ``scripts/real-components`` builds or reuses."""
-    explicit = os.environ.get(COMPONENTS_ENV)
-    if explicit:
-        folder = Path(explicit)
-    else:
-        built = subprocess.run(["bash", str(BUILD_SCRIPT), "build"], capture_output=True, check=False)
-        if built.returncode != 0:
-            tail = built.stderr.decode(errors="replace")[-3000:]
-            raise RealApiServerError(f"scripts/real-components failed with code {built.returncode}:\n{tail}")
-        folder = Path(built.stdout.decode().strip().splitlines()[-1])
+    folder = built_folder(COMPONENTS_ENV, BUILD_SCRIPT)
     binaries = ("kube-apiserver", "kube-controller-manager", "etcd", *VOLCANO_BINARIES)
     missing = [name for name in binaries if not os.access(folder / "bin" / name, os.X_OK)]
     if missing or not (folder / "volcano-chart" / "Chart.yaml").exists():
@@ -362,28 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", type=Path, help="also copy the admin kubeconfig here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    stop = False
-
-    def request_stop(*_: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-    try:
-        with start_volcano_cluster(args.components, workdir=args.workdir, port=args.port) as server:
-            if args.kubeconfig:
-                shutil.copyfile(server.kubeconfig, args.kubeconfig)
-            kubeconfig = args.kubeconfig or server.kubeconfig
-            print(f"kube-apiserver at {server.url} with Volcano; kubeconfig {kubeconfig}", flush=True)
-            print(f"logs in {server.log_dir}; Ctrl-C stops it", flush=True)
-            while not stop:
-                server.check()
-                time.sleep(0.5)
-    except RealApiServerError as error:
-        print(f"kube-apiserver with Volcano did not run: {error}", file=sys.stderr)
-        return 1
-    return 0
+    started = start_volcano_cluster(args.components, workdir=args.workdir, port=args.port)
+    return run_in_foreground(started, args.kubeconfig)
 
 
 if __name__ == "__main__":
