@@ -7,6 +7,8 @@ import importlib
 import importlib.metadata
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOMS = ["kubeobjects", "tfjob", "kube", "certs", "webhook", "controller", "sandbox", "kubectl_tfjob"]
 SCRIPTS = {
@@ -30,10 +32,10 @@ def test_console_scripts_are_declared(distribution: str) -> None:
 def test_the_operator_stands_on_the_named_libraries_at_run_time() -> None:
     # HTTP both ways, credentials and API calls, certificates: the packages the project was
     # specified with, installed with the operator, not only with its tests.
-    requirements = importlib.metadata.requires("tfgang") or []
+    requirements = [Requirement(text) for text in importlib.metadata.requires("tfgang") or []]
     runtime = {
-        requirement.split(";")[0].split("~")[0].split(">")[0].split("=")[0].strip().lower()
+        canonicalize_name(requirement.name)
         for requirement in requirements
-        if "extra ==" not in requirement
+        if requirement.marker is None or "extra" not in str(requirement.marker)
     }
     assert {"aiohttp", "kubernetes-asyncio", "cryptography"} <= runtime
