@@ -17,7 +17,7 @@ import logging
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import orjson
 
@@ -151,7 +151,6 @@ class HeaderDeadline(asyncio.Protocol):
         self._on_close = on_close
         self._loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
-        self.socket: Any = None
         self._awaiting_head = True  # the next byte begins a request
         self._answering = False
         self._expired = False
@@ -248,8 +247,6 @@ class HeaderDeadline(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TLS transport has a Transport's methods without deriving from it.
         self.transport = cast(asyncio.Transport, transport)
-        # Looked up once: the server sets the socket's linger around every review it decides.
-        self.socket = transport.get_extra_info("socket")
         if self._on_open is not None:
             self._on_open(self)
         self._protocol.connection_made(transport)

@@ -207,17 +207,16 @@ class HttpsServer:
         self._bound_port = None
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        connection = self._connections.get(request.transport)  # type: ignore[arg-type]
-        raw = connection.socket if connection is not None else None
+        connection = request.transport.get_extra_info("socket") if request.transport is not None else None
         # While a review is decided, a process killed outright resets its connection instead of
         # closing it: kube-apiserver calls the webhook again on a reset (another replica answers),
         # never on an EOF. Decided, the answer goes out with an ordinary close, which never drops
         # what is still in the send buffer.
-        _close_by_reset(raw, True)
+        _close_by_reset(connection, True)
         try:
-            return await self._app.handle(request, connection)
+            return await self._app.handle(request, self._connections.get(request.transport))  # type: ignore[arg-type]
         finally:
-            _close_by_reset(raw, False)
+            _close_by_reset(connection, False)
 
     async def _accept(self, listening: socket.socket) -> None:
         loop = asyncio.get_running_loop()
