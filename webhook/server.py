@@ -35,7 +35,6 @@ import http
 import logging
 import socket
 import ssl
-import struct
 from typing import Any
 
 from aiohttp import web
@@ -207,16 +206,7 @@ class HttpsServer:
         self._bound_port = None
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        connection = request.transport.get_extra_info("socket") if request.transport is not None else None
-        # While a review is decided, a process killed outright resets its connection instead of
-        # closing it: kube-apiserver calls the webhook again on a reset (another replica answers),
-        # never on an EOF. Decided, the answer goes out with an ordinary close, which never drops
-        # what is still in the send buffer.
-        _close_by_reset(connection, True)
-        try:
-            return await self._app.handle(request, self._connections.get(request.transport))  # type: ignore[arg-type]
-        finally:
-            _close_by_reset(connection, False)
+        return await self._app.handle(request, self._connections.get(request.transport))  # type: ignore[arg-type]
 
     async def _accept(self, listening: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -306,18 +296,6 @@ class HttpsServer:
         if connection.transport is not None:
             self._connections.pop(connection.transport, None)
         self._slots.release()
-
-
-_RESET_ON_CLOSE = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: a close (or the process's death) sends RST
-_ORDINARY_CLOSE = struct.pack("ii", 0, 0)
-
-
-def _close_by_reset(connection: Any, reset: bool) -> None:
-    if connection is None:
-        return
-    with contextlib.suppress(OSError):
-        linger = _RESET_ON_CLOSE if reset else _ORDINARY_CLOSE
-        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
 
 
 def _listen(host: str, port: int) -> socket.socket:
