@@ -19,9 +19,10 @@ from sandbox.realapiserver import RealApiServer, RealApiServerOptions
 SANDBOX = "sandbox"
 KUBE_APISERVER = "kube-apiserver"
 VOLCANO = "volcano"
-KINDS = (SANDBOX, KUBE_APISERVER, VOLCANO)
+NODE = "node"
+KINDS = (SANDBOX, KUBE_APISERVER, VOLCANO, NODE)
 
-__all__ = ["KINDS", "KUBE_APISERVER", "SANDBOX", "VOLCANO", "ClusterApiServer", "new_api_server"]
+__all__ = ["KINDS", "KUBE_APISERVER", "NODE", "SANDBOX", "VOLCANO", "ClusterApiServer", "new_api_server"]
 
 
 class ClusterApiServer(Protocol):
@@ -29,6 +30,10 @@ class ClusterApiServer(Protocol):
     ca_pem: bytes
     admin_token: str
     has_volcano: bool
+    runs_pods: bool
+    """A real node runs the pods and tfgang (helm-installed): no node agent, scheduler or operator."""
+    admin_kubeconfig: Path | None
+    """The server's own admin kubeconfig, when it has one; else one is written from the token."""
 
     async def start(self, port: int) -> None: ...
     async def stop(self) -> None: ...
@@ -42,6 +47,8 @@ class SandboxApiServer:
     def __init__(self, watch_window: int) -> None:
         self.server = ApiServer(watch_window=watch_window)
         self.has_volcano = False
+        self.runs_pods = False
+        self.admin_kubeconfig: Path | None = None
         self.url = ""
         self.ca_pem = b""
         self.admin_token = self.server.admin_token
@@ -71,6 +78,8 @@ class KubeApiServer:
     """``RealApiServer``'s blocking calls, each on a worker thread."""
 
     has_volcano = False
+    runs_pods = False
+    admin_kubeconfig: Path | None = None
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
@@ -134,4 +143,8 @@ def new_api_server(kind: str, workdir: Path, watch_window: int) -> ClusterApiSer
         return KubeApiServer(workdir)
     if kind == VOLCANO:
         return KubeWithVolcano(workdir)
+    if kind == NODE:
+        from sandbox.nodebackend import OneNodeApiServer
+
+        return OneNodeApiServer(workdir)
     raise ValueError(f"unknown API server {kind!r}; one of {', '.join(KINDS)}")

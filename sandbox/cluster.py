@@ -205,14 +205,20 @@ class LocalCluster:
         if not self.server.has_volcano:
             for path in VOLCANO_CRD_FILES:
                 await self.server.install_crd_file(path)
-        self.kubeconfig = Path(
-            write_kubeconfig(
-                str(self.options.kubeconfig or self.workdir / "admin.kubeconfig"),
-                self.url,
-                self.server.ca_pem,
-                self.server.admin_token,
+        own = self.server.admin_kubeconfig
+        if own is not None:
+            self.kubeconfig = Path(self.options.kubeconfig or self.workdir / "admin.kubeconfig")
+            self.kubeconfig.write_bytes(own.read_bytes())
+            self.kubeconfig.chmod(0o600)
+        else:
+            self.kubeconfig = Path(
+                write_kubeconfig(
+                    str(self.options.kubeconfig or self.workdir / "admin.kubeconfig"),
+                    self.url,
+                    self.server.ca_pem,
+                    self.server.admin_token,
+                )
             )
-        )
         crd = self.options.tfjob_crd or tfjob_crd_path() or ""
         crd_exists: bool = bool(crd) and await asyncio.to_thread(os.path.isfile, crd)
         if crd_exists:
@@ -221,6 +227,10 @@ class LocalCluster:
             raise ClusterError(
                 "the chart's TFJob CRD (charts/tfgang/crds) was not found; set TFGANG_TFJOB_CRD"
             )
+        if self.server.runs_pods:
+            # A real node: its kubelet and Volcano run the pods, its helm release runs tfgang.
+            logger.info("cluster ready at %s (a real node, tfgang installed by helm)", self.url)
+            return
         api = KubeApi(await make_api_client(str(self.kubeconfig)), user_agent="tfgang-sandbox-cluster")
         try:
             # The real Volcano brings its own scheduler; otherwise the sandbox's plays it.

@@ -19,16 +19,20 @@ import sys
 from pathlib import Path
 
 from kube.flags import Flags, number, positive_number
-from sandbox.backends import KINDS, KUBE_APISERVER, SANDBOX, VOLCANO
+from sandbox.backends import KINDS, KUBE_APISERVER, NODE, SANDBOX, VOLCANO
 from sandbox.cluster import ClusterError, ClusterOptions, LocalCluster
+from sandbox.helmrelease import ReleaseError
 from sandbox.kubectl import KubectlError, find_kubectl
+from sandbox.nodebackend import NodeBackendError
 from sandbox.realapiserver import RealApiServerError
 from sandbox.seedreplay import (
     EXPERIMENTS,
+    NODE_CPU,
     ExperimentRecord,
     SeedError,
     SeedReplay,
     backoff_base_for,
+    fit_cpu,
     seed_dir,
     shorten_manifest,
 )
@@ -75,8 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--apiserver",
         SANDBOX,
         "the cluster to replay on: the sandbox's API server and scheduler, a real kube-apiserver "
-        "v1.20 (scripts/kube-apiserver), or kube-apiserver v1.37 with the real Volcano "
-        "(scripts/real-components)",
+        "v1.20 (scripts/kube-apiserver), kube-apiserver v1.37 with the real Volcano "
+        "(scripts/real-components), or the real one-node cluster (kubelet, containerd, Volcano; "
+        "scripts/real-cluster) with tfgang installed by the README's helm install",
         choices=list(KINDS),
     )
     add("--log-level", "WARNING", "log level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -101,10 +106,13 @@ async def replay(args: argparse.Namespace) -> int:
     names = list(EXPERIMENTS) if args.experiment == "all" else [args.experiment]
     kubectl_binary = find_kubectl(args.kubectl)
     seeds = seed_dir()
+    on_node = args.apiserver == NODE
     manifests = {
         name: shorten_manifest((seeds / f"{name}.yaml").read_text(encoding="utf-8"), args.speed)
         for name in names
     }
+    if on_node:
+        manifests = {name: fit_cpu(text) for name, text in manifests.items()}
     backoff = backoff_base_for(args.speed)
     speed_note = (
         "" if args.speed == 1 else f", sleeps divided by {args.speed:g}, crash back-off {backoff:.1f}s"
@@ -113,13 +121,27 @@ async def replay(args: argparse.Namespace) -> int:
         SANDBOX: "the sandbox's API server and scheduler (Volcano-like, binpack)",
         KUBE_APISERVER: "kube-apiserver v1.20, the sandbox's scheduler (Volcano-like, binpack)",
         VOLCANO: "kube-apiserver v1.37 and the real Volcano",
+        NODE: "the real one-node cluster (kubelet, containerd, the real Volcano)",
     }[args.apiserver]
-    _emit(
-        f"==> starting the local cluster: {cluster_parts}, node {NODES}, "
-        f"tfgang webhook and controller{speed_note}"
-    )
+    if on_node:
+        # The kubelet's own crash back-off (10 s, doubling) cannot be shortened.
+        speed_note = "" if args.speed == 1 else f", sleeps divided by {args.speed:g}"
+        _emit(
+            f"==> starting {cluster_parts}, then helm install of tfgang (its webhook and controller "
+            f"as pods); each seed pod asks {NODE_CPU} CPU instead of 1{speed_note}"
+        )
+    else:
+        _emit(
+            f"==> starting the local cluster: {cluster_parts}, node {NODES}, "
+            f"tfgang webhook and controller{speed_note}"
+        )
     options = ClusterOptions(
-        nodes=NODES, operator=True, backoff_base=backoff, workdir=args.workdir, apiserver=args.apiserver
+        nodes="" if on_node else NODES,
+        operator=not on_node,
+        backoff_base=backoff,
+        workdir=args.workdir,
+        apiserver=args.apiserver,
+        startup_timeout=900.0 if on_node else ClusterOptions.startup_timeout,
     )
     records: list[ExperimentRecord] = []
     async with LocalCluster(options) as cluster:
@@ -163,6 +185,14 @@ def run(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("==> interrupted; the cluster has been stopped", file=sys.stderr)
         return 130
-    except (ClusterError, KubectlError, SeedError, RealApiServerError, OSError) as error:
+    except (
+        ClusterError,
+        KubectlError,
+        SeedError,
+        RealApiServerError,
+        NodeBackendError,
+        ReleaseError,
+        OSError,
+    ) as error:
         print(f"tfgang-sandbox demo: {error}", file=sys.stderr)
         return 1

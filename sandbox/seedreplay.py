@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import yaml
 
@@ -26,7 +26,7 @@ from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import NotFound
 from kube.resources import PODGROUPS_V1BETA1, PODS, SERVICES, Resource
-from sandbox.cluster import LocalCluster
+from sandbox.apiserver.requestlog import RequestRecord
 from sandbox.kubectl import Emit, KubectlError, WatchStream, environment_section, kubectl
 from sandbox.watchrows import PodRow, RowError, parse_pod_row, parse_tfjob_row
 
@@ -97,6 +97,17 @@ def shorten_manifest(text: str, speed: float) -> str:
     return _SLEEP.sub(shorter, text)
 
 
+_CPU: Final = re.compile(r'^(\s*cpu: )"1"$', re.MULTILINE)
+NODE_CPU: Final = "250m"
+"""Each seed pod's CPU on the real node: the transcript's node had 4 CPUs for the gang's 4 x 1 CPU;
+the machine's 2 cores leave less to the node, so its replay asks a quarter (kubectl never shows it)."""
+
+
+def fit_cpu(text: str, cpu: str = NODE_CPU) -> str:
+    """The manifest with each container's ``cpu: "1"`` limit replaced by ``cpu``."""
+    return _CPU.sub(lambda match: f'{match.group(1)}"{cpu}"', text)
+
+
 def backoff_base_for(speed: float) -> float:
     """The node agent's first back-off for a replay ``speed`` times faster than the transcript.
 
@@ -158,11 +169,27 @@ def _tfjob_states(stream: WatchStream) -> list[str]:
     return states
 
 
+class ReplayCluster(Protocol):
+    """What the replay needs of a cluster: a ``LocalCluster``, or a real node already running
+    (``sandbox.nodebackend.NodeReplayCluster``)."""
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+    async def identity_kubeconfig(
+        self, name: str, user: str, groups: tuple[str, ...] = ("system:authenticated",)
+    ) -> Path: ...
+
+    async def request_log(self) -> list[RequestRecord]: ...
+
+    def check(self) -> None: ...
+
+
 class SeedReplay:
     """Replays experiments on ``cluster``; ``async with`` gives it its own API identity."""
 
     def __init__(
-        self, cluster: LocalCluster, kubectl_binary: str, emit: Emit, timeout: float = 180.0
+        self, cluster: ReplayCluster, kubectl_binary: str, emit: Emit, timeout: float = 180.0
     ) -> None:
         self._cluster = cluster
         self._kubectl = kubectl_binary

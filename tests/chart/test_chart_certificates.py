@@ -42,6 +42,12 @@ def test_self_managed_webhook_is_told_which_secret_and_configurations_it_owns() 
     assert _cert_volume(objects)["emptyDir"]["medium"] == "Memory"
 
 
+def test_self_managed_check_interval_is_the_webhooks_and_ten_minutes_by_default() -> None:
+    assert _env(render_chart(None, NAMESPACE))["TFGANG_CERT_CHECK_INTERVAL"] == "600"
+    objects = render_chart({"certs": {"selfManaged": {"checkIntervalSeconds": 5}}}, NAMESPACE)
+    assert _env(objects)["TFGANG_CERT_CHECK_INTERVAL"] == "5"
+
+
 def test_self_managed_secret_name_is_configurable() -> None:
     objects = render_chart({"certs": {"secretName": "custom-tls"}}, NAMESPACE)
     assert _env(objects)["TFGANG_CERT_SECRET"] == "custom-tls"

@@ -1,0 +1,170 @@
+"""The real one-node cluster (``realcluster.onenode``) as a backend of the local cluster and the seed
+replay, with tfgang installed on it by ``helm install`` as its users install it
+(``sandbox.helmrelease``): the webhook and the controller are that release's pods, so a cluster on
+this backend starts no operator process, no node agent and no scheduler (the kubelet, containerd
+and the real Volcano are the node's).
+
+``OneNodeApiServer`` is the ``ClusterApiServer`` that ``tfgang-sandbox demo --apiserver node``
+runs on; ``NodeReplayCluster`` is what ``SeedReplay`` needs of an already running node (the tests
+share one node and one release for the whole session).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from sandbox.apiserver.requestlog import RequestRecord
+from sandbox.helmrelease import Images, Release
+
+IMAGES_ENV = "TFGANG_REAL_IMAGES"
+
+
+class NodeBackendError(RuntimeError):
+    """The one-node cluster lacks what the backend needs."""
+
+
+class RunningNode(Protocol):
+    """What the backend uses of ``realcluster.onenode.OneNode``."""
+
+    @property
+    def kubeconfig(self) -> Path | str: ...
+
+
+def find_images() -> Path:
+    """``$TFGANG_REAL_IMAGES``, else the folder ``scripts/real-images build`` builds or reuses."""
+    from realcluster.apiserver import built_folder
+
+    return built_folder(IMAGES_ENV, Path(__file__).resolve().parents[1] / "scripts" / "real-images")
+
+
+def _apiserver_of(node: RunningNode) -> Any:
+    """The node's kube-apiserver object (``realcluster.apiserver.RealApiServer``'s identities and
+    audit-log request log), which the replay needs to tell its watchers apart."""
+    server = getattr(node, "apiserver", None)
+    if server is None or not hasattr(server, "request_log") or not hasattr(server, "add_user"):
+        raise NodeBackendError(
+            "the one-node cluster does not expose its kube-apiserver's add_user and request_log"
+        )
+    return server
+
+
+class NodeReplayCluster:
+    """A running node seen as ``SeedReplay``'s cluster: kubeconfigs, request log, a liveness check."""
+
+    def __init__(self, node: RunningNode, workdir: Path) -> None:
+        self.node = node
+        self.workdir = workdir
+        self.kubeconfig = Path(node.kubeconfig)
+
+    async def identity_kubeconfig(
+        self, name: str, user: str, groups: tuple[str, ...] = ("system:authenticated",)
+    ) -> Path:
+        server = _apiserver_of(self.node)
+        _token, written = await asyncio.to_thread(
+            server.add_user, user, groups, self.workdir / f"{name}.kubeconfig"
+        )
+        return Path(written)
+
+    async def request_log(self) -> list[RequestRecord]:
+        records: list[RequestRecord] = await asyncio.to_thread(_apiserver_of(self.node).request_log)
+        return records
+
+    def check(self) -> None:
+        check = getattr(self.node, "check", None)
+        if callable(check):
+            check()
+
+
+class OneNodeApiServer:
+    """The one-node cluster started on a worker thread, then tfgang ``helm install``ed on it."""
+
+    has_volcano = True
+    runs_pods = True
+    """The node's kubelet runs the pods and the release runs tfgang: the cluster starts neither."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.url = ""
+        self.ca_pem = b""
+        self.admin_token = ""
+        self.admin_kubeconfig: Path | None = None
+        self.release: Release | None = None
+        self._stack = contextlib.ExitStack()
+        self._replay: NodeReplayCluster | None = None
+
+    async def start(self, port: int) -> None:
+        # The node chooses its own forwarded port; ``port`` is for the in-process servers.
+        await asyncio.to_thread(self._start)
+
+    def _start(self) -> None:
+        from realcluster.onenode import start_one_node
+        from realcluster.volcano import find_components
+
+        components = find_components()
+        images = find_images()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        node = self._stack.enter_context(start_one_node(components, images, self.workdir / "node"))
+        self.admin_kubeconfig = Path(node.kubeconfig)
+        self._replay = NodeReplayCluster(node, self.workdir)
+        self.url = _server_of(self.admin_kubeconfig)
+        self.release = Release(
+            helm=components / "bin" / "helm",
+            kubectl=components / "bin" / "kubectl",
+            kubeconfig=self.admin_kubeconfig,
+            workdir=self.workdir,
+            images=Images.read(images),
+        )
+        self.release.install()
+
+    @property
+    def _node(self) -> NodeReplayCluster:
+        if self._replay is None:
+            raise NodeBackendError("the one-node cluster has not been started")
+        return self._replay
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self._stack.close)
+
+    async def install_crd_file(self, path: str) -> None:
+        # The release installed the TFJob CRD already (the chart's crds/); applying the same file
+        # again changes nothing, and Volcano's come with the node.
+        await asyncio.to_thread(self._apply_file, path)
+
+    async def apply_object(self, obj: dict[str, Any]) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=self.workdir, delete=False) as handle:
+            json.dump(obj, handle)
+        try:
+            await asyncio.to_thread(self._apply_file, handle.name)
+        finally:
+            os.unlink(handle.name)
+
+    def _apply_file(self, path: str) -> None:
+        if self.release is None:
+            raise NodeBackendError("the one-node cluster has not been started")
+        self.release.run(["kubectl", "apply", "--server-side", "--force-conflicts", "-f", path])
+
+    async def identity_kubeconfig(self, path: Path, user: str, groups: tuple[str, ...]) -> Path:
+        return await self._node.identity_kubeconfig(path.stem, user, groups)
+
+    async def request_log(self) -> list[RequestRecord]:
+        return await self._node.request_log()
+
+
+def _server_of(kubeconfig: Path) -> str:
+    """The ``server`` of the kubeconfig's current context."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    contexts = {entry["name"]: entry["context"] for entry in config.get("contexts") or ()}
+    clusters = {entry["name"]: entry["cluster"] for entry in config.get("clusters") or ()}
+    context = contexts.get(config.get("current-context", ""), {})
+    return str(clusters.get(context.get("cluster", ""), {}).get("server", ""))
+
+
+__all__ = ["NodeBackendError", "NodeReplayCluster", "OneNodeApiServer", "find_images"]

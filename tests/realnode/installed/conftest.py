@@ -1,0 +1,68 @@
+"""tfgang installed on the one-node cluster (``one_node``, tests/realnode/conftest.py) by the README's
+commands, once for every test of this folder: ``tfgang`` is that release (``sandbox.helmrelease``).
+
+Uninstalling ends the release the other tests use, so the uninstall tests run last.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The seed replay's checks are shared with tests/sandbox/demo; let pytest explain their failures.
+pytest.register_assert_rewrite("tests.sandbox.demo.fidelity_checks")
+
+from kube.api import KubeApi
+from kube.client import make_api_client
+from sandbox.helmrelease import Images, Release
+from sandbox.nodebackend import find_images
+
+logger = logging.getLogger(__name__)
+
+LAST = "test_uninstall"
+"""Modules whose name starts so run after every other test here."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    ours = [item for item in items if Path(str(item.path)).parent == here]
+    last = [item for item in ours if Path(str(item.path)).name.startswith(LAST)]
+    if last:
+        for item in last:
+            items.remove(item)
+        items.extend(last)
+
+
+@pytest.fixture(scope="session")
+def tfgang(one_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
+    from realcluster.volcano import find_components
+
+    components = find_components()
+    release = Release(
+        helm=components / "bin" / "helm",
+        kubectl=components / "bin" / "kubectl",
+        kubeconfig=Path(one_node.kubeconfig),
+        workdir=tmp_path_factory.mktemp("tfgang-release"),
+        images=Images.read(find_images()),
+    )
+    release.install()
+    logger.info("tfgang installed: %s", release.timings)
+    yield release
+    if release.installed:
+        with contextlib.suppress(Exception):
+            release.uninstall()
+
+
+@pytest.fixture
+async def node_api(one_node: Any) -> AsyncIterator[KubeApi]:
+    """An admin client on the node's kube-apiserver (its kubeconfig's loopback port)."""
+    api = KubeApi(await make_api_client(str(one_node.kubeconfig)), qps=1000.0, burst=1000)
+    try:
+        yield api
+    finally:
+        await api.close()
