@@ -10,7 +10,7 @@ source package, kept in a cache outside the work tree).
 - ``RealApiServer`` answers what tests ask of the sandbox's ``ApiServerHandle``: ``kubeconfig``,
   ``add_user``, ``request_log`` (read from kube-apiserver's audit log), ``expire_watches``,
   ``install_crd_file``/``apply_file``, plus ``restart_apiserver`` on the same etcd.
-- ``python -m sandbox.realapiserver --bin-dir DIR`` runs one in the foreground until Ctrl-C
+- ``python -m realcluster.apiserver --bin-dir DIR`` runs one in the foreground until Ctrl-C
   (``scripts/kube-apiserver run``), printing where its admin kubeconfig is.
 
 Identities: the admin is a static token in ``system:masters``; every other user gets an X.509
@@ -55,11 +55,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from certs.authority import CLOCK_SKEW, CertificateAuthority, new_ca
 from certs.pem import certificate_pem, new_private_key, private_key_pem
 from certs.serving import issue_serving_certificate
-from sandbox.apiserver.kubeconfig import write_kubeconfig
-from sandbox.apiserver.requestlog import RequestRecord
-from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
-from sandbox.kubectl import find_kubectl
-from sandbox.ports import free_port
+from realcluster.crds import VOLCANO_CRD_FILES, tfjob_crd_path
+from realcluster.kubeconfig import write_kubeconfig
+from realcluster.kubectl import find_kubectl
+from realcluster.ports import free_port
+from realcluster.requestrecord import RequestRecord
 
 logger = logging.getLogger(__name__)
 
@@ -597,7 +597,7 @@ def run_in_foreground(started: contextlib.AbstractContextManager[RealApiServer],
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m sandbox.realapiserver", description=(__doc__ or "").split("\n")[0]
+        prog="python -m realcluster.apiserver", description=(__doc__ or "").split("\n")[0]
     )
     parser.add_argument("--bin-dir", type=Path, help=f"the binaries (default: ${BIN_DIR_ENV} or the build)")
     parser.add_argument("--workdir", type=Path, help="keep certificates, etcd data and logs here")

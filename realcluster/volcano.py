@@ -17,8 +17,8 @@ component as a child process on loopback instead of a Deployment:
   watches the folder and reloads on every event there); ``set_scheduler_conf`` rewrites it;
   the scheduler makes the ``default`` and ``root`` queues, the controller opens them.
 
-``start_volcano(apiserver, components)`` is a context manager; ``python -m sandbox.realvolcano
---components DIR`` runs kube-apiserver with Volcano and the sandbox's node agent in the
+``start_volcano(apiserver, components)`` is a context manager; ``python -m realcluster.volcano
+--components DIR`` runs kube-apiserver with Volcano in the
 foreground (``scripts/real-components run``).
 """
 
@@ -41,8 +41,7 @@ import yaml
 
 from certs.authority import new_ca
 from certs.serving import issue_serving_certificate
-from sandbox.ports import free_port
-from sandbox.realapiserver import (
+from realcluster.apiserver import (
     ChildProcess,
     RealApiServer,
     RealApiServerError,
@@ -51,6 +50,7 @@ from sandbox.realapiserver import (
     run_in_foreground,
     write_private_file,
 )
+from realcluster.ports import free_port
 
 logger = logging.getLogger(__name__)
 
@@ -343,7 +343,7 @@ def start_volcano_cluster(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m sandbox.realvolcano", description=(__doc__ or "").split("\n")[0]
+        prog="python -m realcluster.volcano", description=(__doc__ or "").split("\n")[0]
     )
     parser.add_argument(
         "--components", type=Path, help=f"the built folder (default: ${COMPONENTS_ENV} or the build)"
