@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from sandbox.apiserver.requestlog import RequestRecord
+from realcluster.requestrecord import RequestRecord
 from sandbox.helmrelease import Images, Release
 
 IMAGES_ENV = "TFGANG_REAL_IMAGES"

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-# The seed replay's checks are shared with tests/sandbox/demo; let pytest explain their failures.
-pytest.register_assert_rewrite("tests.sandbox.demo.fidelity_checks")
-
 from kube.api import KubeApi
 from kube.client import make_api_client
 from sandbox.helmrelease import Images, Release
 from sandbox.nodebackend import find_images
+
+# The seed replay's checks are shared with tests/sandbox/demo; let pytest explain their failures.
+pytest.register_assert_rewrite("tests.sandbox.demo.fidelity_checks")
 
 logger = logging.getLogger(__name__)
 
