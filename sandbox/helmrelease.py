@@ -135,11 +135,14 @@ def documented_uninstall_commands(document: Path = DEPLOYMENT_DOC) -> list[list[
 
 def image_values(image: Image, test_image: Image) -> list[str]:
     """What replaces the README's image: ``image.repository`` (in the README's own ``--set``), and
-    after the README's words the tag and the ``helm test`` image, never pulled."""
+    after the README's words the tag and the ``helm test`` image. Both are imported into the node,
+    never pulled: ``Never`` keeps a missing image from sending a pull anywhere."""
     return [
         "--set", f"image.tag={image.tag}",
+        "--set", "image.pullPolicy=Never",
         "--set", f"helmTest.image.repository={test_image.repository}",
         "--set", f"helmTest.image.tag={test_image.tag}",
+        "--set", "helmTest.image.pullPolicy=Never",
     ]  # fmt: skip
 
 

@@ -17,49 +17,24 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 
+from realcluster.onenode import OneNode, find_images, start_one_node
 from realcluster.requestrecord import RequestRecord
+from realcluster.volcano import find_components
 from sandbox.helmrelease import Images, Release
-
-IMAGES_ENV = "TFGANG_REAL_IMAGES"
 
 
 class NodeBackendError(RuntimeError):
-    """The one-node cluster lacks what the backend needs."""
-
-
-class RunningNode(Protocol):
-    """What the backend uses of ``realcluster.onenode.OneNode``."""
-
-    @property
-    def kubeconfig(self) -> Path | str: ...
-
-
-def find_images() -> Path:
-    """``$TFGANG_REAL_IMAGES``, else the folder ``scripts/real-images build`` builds or reuses."""
-    from realcluster.apiserver import built_folder
-
-    return built_folder(IMAGES_ENV, Path(__file__).resolve().parents[1] / "scripts" / "real-images")
-
-
-def _apiserver_of(node: RunningNode) -> Any:
-    """The node's kube-apiserver object (``realcluster.apiserver.RealApiServer``'s identities and
-    audit-log request log), which the replay needs to tell its watchers apart."""
-    server = getattr(node, "apiserver", None)
-    if server is None or not hasattr(server, "request_log") or not hasattr(server, "add_user"):
-        raise NodeBackendError(
-            "the one-node cluster does not expose its kube-apiserver's add_user and request_log"
-        )
-    return server
+    """The one-node cluster is used before it has started."""
 
 
 class NodeReplayCluster:
     """A running node seen as ``SeedReplay``'s cluster: kubeconfigs, request log, a liveness check."""
 
-    def __init__(self, node: RunningNode, workdir: Path) -> None:
+    def __init__(self, node: OneNode, workdir: Path) -> None:
         self.node = node
         self.workdir = workdir
         self.kubeconfig = Path(node.kubeconfig)
@@ -67,20 +42,16 @@ class NodeReplayCluster:
     async def identity_kubeconfig(
         self, name: str, user: str, groups: tuple[str, ...] = ("system:authenticated",)
     ) -> Path:
-        server = _apiserver_of(self.node)
-        _token, written = await asyncio.to_thread(
-            server.add_user, user, groups, self.workdir / f"{name}.kubeconfig"
-        )
+        path = self.workdir / f"{name}.kubeconfig"
+        _token, written = await asyncio.to_thread(self.node.apiserver.add_user, user, groups, path)
         return Path(written)
 
     async def request_log(self) -> list[RequestRecord]:
-        records: list[RequestRecord] = await asyncio.to_thread(_apiserver_of(self.node).request_log)
-        return records
+        """Every API call so far, from the node's kube-apiserver's audit log."""
+        return await asyncio.to_thread(self.node.apiserver.request_log)
 
     def check(self) -> None:
-        check = getattr(self.node, "check", None)
-        if callable(check):
-            check()
+        self.node.check()
 
 
 class OneNodeApiServer:
@@ -105,9 +76,6 @@ class OneNodeApiServer:
         await asyncio.to_thread(self._start)
 
     def _start(self) -> None:
-        from realcluster.onenode import start_one_node
-        from realcluster.volcano import find_components
-
         components = find_components()
         images = find_images()
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -167,4 +135,4 @@ def _server_of(kubeconfig: Path) -> str:
     return str(clusters.get(context.get("cluster", ""), {}).get("server", ""))
 
 
-__all__ = ["NodeBackendError", "NodeReplayCluster", "OneNodeApiServer", "find_images"]
+__all__ = ["NodeBackendError", "NodeReplayCluster", "OneNodeApiServer"]

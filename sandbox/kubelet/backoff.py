@@ -46,4 +46,3 @@ def after_restart(entry: BackoffEntry | None, now: float, policy: BackoffPolicy)
     if entry is None or now - entry.last_restart > policy.reset_after:
         return BackoffEntry(policy.initial, now)
     return BackoffEntry(min(entry.delay * 2, policy.maximum), now)
-

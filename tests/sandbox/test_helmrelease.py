@@ -33,8 +33,10 @@ def test_only_the_image_differs_from_the_readme() -> None:
     assert command[: len(install)] == [word.replace("<your-registry>/tfgang", "tfgang") for word in install]
     assert command[len(install) :] == [
         "--set", "image.tag=0.1.0-ci",
+        "--set", "image.pullPolicy=Never",
         "--set", "helmTest.image.repository=kubectl",
         "--set", "helmTest.image.tag=1.37.2",
+        "--set", "helmTest.image.pullPolicy=Never",
     ]  # fmt: skip
 
 
@@ -53,16 +55,17 @@ def test_a_missing_heading_is_an_error(tmp_path: Path) -> None:
 
 
 def test_images_are_found_by_repository_in_the_files_order(tmp_path: Path) -> None:
+    # scripts/real-images' names are normalized, as containerd's CRI looks them up.
     (tmp_path / "images.txt").write_text(
-        "pause.tar registry.k8s.io/pause:3.10\n"
-        "tfgang-a.tar tfgang:0.1.0\n"
-        "kubectl.tar tfgang-kubectl:1.37.2\n"
-        "tfgang-b.tar tfgang:0.1.0-next\n"
+        "pause.tar localhost/pause:3.10.1\n"
+        "tfgang-a.tar docker.io/library/tfgang:0.1.0\n"
+        "kubectl.tar localhost/kubectl:1.37.2\n"
+        "tfgang-b.tar docker.io/library/tfgang:0.1.1\n"
     )
     images = Images.read(tmp_path)
-    assert images.tfgang == Image("tfgang", "0.1.0", tmp_path / "tfgang-a.tar")
-    assert images.tfgang_upgrade.tag == "0.1.0-next"
-    assert images.kubectl.name == "tfgang-kubectl:1.37.2"
+    assert images.tfgang == Image("docker.io/library/tfgang", "0.1.0", tmp_path / "tfgang-a.tar")
+    assert images.tfgang_upgrade.tag == "0.1.1"
+    assert images.kubectl.name == "localhost/kubectl:1.37.2"
 
 
 def test_the_seed_fits_the_node_by_its_cpu_alone() -> None:

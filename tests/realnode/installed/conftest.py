@@ -10,14 +10,13 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from kube.api import KubeApi
 from kube.client import make_api_client
+from realcluster.onenode import OneNode, find_images
 from sandbox.helmrelease import Images, Release
-from sandbox.nodebackend import find_images
 
 # The seed replay's checks are shared with tests/sandbox/demo; let pytest explain their failures.
 pytest.register_assert_rewrite("tests.sandbox.demo.fidelity_checks")
@@ -39,16 +38,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def tfgang(one_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
-    from realcluster.volcano import find_components
-
-    components = find_components()
+def tfgang(one_node: OneNode, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
+    components = one_node.node.components
     release = Release(
         helm=components / "bin" / "helm",
         kubectl=components / "bin" / "kubectl",
         kubeconfig=Path(one_node.kubeconfig),
         workdir=tmp_path_factory.mktemp("tfgang-release"),
-        images=Images.read(find_images()),
+        images=Images.read(one_node.node.images or find_images()),
     )
     release.install()
     logger.info("tfgang installed: %s", release.timings)
@@ -59,7 +56,7 @@ def tfgang(one_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 @pytest.fixture
-async def node_api(one_node: Any) -> AsyncIterator[KubeApi]:
+async def node_api(one_node: OneNode) -> AsyncIterator[KubeApi]:
     """An admin client on the node's kube-apiserver (its kubeconfig's loopback port)."""
     api = KubeApi(await make_api_client(str(one_node.kubeconfig)), qps=1000.0, burst=1000)
     try:

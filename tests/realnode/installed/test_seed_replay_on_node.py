@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from realcluster.onenode import OneNode
 from sandbox.helmrelease import Release
 from sandbox.nodebackend import NodeReplayCluster
 from sandbox.seedreplay import EXPERIMENTS, ExperimentRecord, SeedReplay, fit_cpu, seed_dir
@@ -30,7 +30,7 @@ TIMEOUT = 240.0
 
 @pytest.fixture(scope="module")
 def replays(
-    one_node: Any, tfgang: Release, tmp_path_factory: pytest.TempPathFactory
+    one_node: OneNode, tfgang: Release, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, ExperimentRecord]:
     cluster = NodeReplayCluster(one_node, tmp_path_factory.mktemp("seed-replay"))
     manifests = {
