@@ -102,6 +102,8 @@ def small_job(
         (container,) = spec["template"]["spec"]["containers"]
         container["command"] = ["sh", "-c", script]
         container["imagePullPolicy"] = "IfNotPresent"
+        # runc's own init runs inside the container's memory cgroup first: 10Mi is too tight.
+        container["resources"] = {"limits": {"cpu": "100m", "memory": "32Mi"}}
     return job
 
 

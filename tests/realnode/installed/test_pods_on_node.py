@@ -133,30 +133,30 @@ def test_a_collective_whose_worker_is_evicted_restarts_as_a_gang(tfgang: Release
 
 
 def test_replicas_find_each_other_by_the_names_in_tf_config(tfgang: Release, namespace: str) -> None:
-    # Each worker looks up every address TF_CONFIG lists (the headless Services' names) until all
-    # resolve, prints them, and stays a few seconds (a name resolves only while its pod is ready);
-    # it exits 1 if a name never resolves.
+    # Each worker prints its own address, then resolves every address TF_CONFIG lists (the headless
+    # Services' names, through the resolver and search path of its container, as TensorFlow does)
+    # until all answer, and stays a few seconds (a name resolves only while its pod is ready); it
+    # exits 1 if a name never resolves. ping prints the address it resolved, replies or not.
     script = (
+        'echo "me $(hostname -i)"; '
         'for name in $(echo "$TF_CONFIG" | tr \'"[],\' "\\n\\n\\n\\n" | grep "\\.svc:2222$"); do '
         "host=${name%:2222}; tries=0; "
-        'until nslookup "$host" >/tmp/answer 2>&1; do tries=$((tries+1)); '
-        "[ $tries -gt 60 ] && { cat /tmp/answer; exit 1; }; sleep 1; done; "
-        'echo "resolved $host"; cat /tmp/answer; done; sleep 5'
+        'until ping -c 1 -W 1 "$host" 2>&1 | head -n 1 | grep -q "^PING"; do tries=$((tries+1)); '
+        '[ $tries -gt 60 ] && { ping -c 1 -W 1 "$host"; exit 1; }; sleep 1; done; '
+        'ping -c 1 -W 1 "$host" 2>&1 | head -n 1; done; sleep 5'
     )
     apply(tfgang, small_job("dns", namespace, script, workers=2))
 
     def both_ended() -> dict[str, str] | None:
-        phases = {
-            name: pod["status"].get("phase", "") for name, pod in _pods(tfgang, namespace, "dns").items()
-        }
+        pods = _pods(tfgang, namespace, "dns")
+        phases = {name: pod["status"].get("phase", "") for name, pod in pods.items()}
         return phases if len(phases) == 2 and set(phases.values()) <= {"Succeeded", "Failed"} else None
 
     phases = until(both_ended, 150, "both dns workers ended")
-    logs = {
-        name: tfgang.run(["kubectl", "-n", namespace, "logs", name], check=False).stdout for name in phases
-    }
+    logs = {name: tfgang.run(["kubectl", "-n", namespace, "logs", name]).stdout for name in phases}
     assert set(phases.values()) == {"Succeeded"}, logs
     assert job_state(tfgang, namespace, "dns") == "Succeeded"
+    addresses = {name: log.split("me ", 1)[1].split()[0] for name, log in logs.items()}
     for name, log in logs.items():
-        for other in ("dns-worker-0", "dns-worker-1"):
-            assert f"resolved {other}.{namespace}.svc" in log, f"{name}:\n{log}"
+        for other, address in addresses.items():
+            assert f"PING {other}.{namespace}.svc ({address})" in log, f"{name}:\n{log}"
