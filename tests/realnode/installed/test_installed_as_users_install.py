@@ -15,6 +15,7 @@ import pytest
 
 from certs.secret import decode_secret_data, encode_secret_data
 from certs.serving import dns_names_of, issue_serving_certificate
+from realcluster.onenode import OneNode
 from sandbox.helmrelease import (
     CERT_SECRET,
     CONTROLLER,
@@ -121,6 +122,20 @@ def test_the_controller_runs_in_cluster_under_the_charts_service_account(tfgang:
     assert any(holder.startswith(pod["metadata"]["name"]) for pod in pods), holder
     renewed = datetime.datetime.fromisoformat(lease["spec"]["renewTime"].replace("Z", "+00:00"))
     assert datetime.datetime.now(datetime.UTC) - renewed < datetime.timedelta(seconds=30)
+
+
+def test_each_component_calls_the_api_as_its_service_account_and_is_never_refused(
+    tfgang: Release, one_node: OneNode
+) -> None:
+    # kube-apiserver's audit log: who made each call, and its answer.
+    records = one_node.apiserver.request_log()
+    for component, writes in ((CONTROLLER, {"leases", "events"}), (WEBHOOK, {"secrets"})):
+        user = f"system:serviceaccount:{NAMESPACE}:{component}"
+        theirs = [record for record in records if record.user == user]
+        written = {r.resource for r in theirs if r.verb in ("create", "update", "patch") and r.code < 300}
+        assert writes & written, f"{user} wrote none of {sorted(writes)}: {sorted(written)}"
+        refused = sorted({(r.verb, r.resource, r.namespace, r.code) for r in theirs if r.code in (401, 403)})
+        assert refused == [], f"{user} was refused: {refused}"
 
 
 def test_the_certificate_secret_is_served_and_a_rotation_is_reloaded_without_a_restart(
