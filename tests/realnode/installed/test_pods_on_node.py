@@ -1,10 +1,11 @@
 """The integration suite's pod scenarios with real containers: the kubelet, not the test, runs the
 pods, stops them with SIGTERM and reports their ends; tfgang is the helm-installed release.
 
-From ``tests/integration``: suspend and resume (test_job_lifecycle), a pod deleted by someone else
-recreated and not counted a failure (test_decisions, D4), a collective's worker evicted through the
-Eviction API restarting the whole gang (test_disruptions, D18); and what only a node shows: the
-replicas find each other by the headless Services' DNS names that ``TF_CONFIG`` lists.
+From ``tests/integration``: suspend and resume, cleanPodPolicy All and the TTL after finishing
+(test_job_lifecycle), a pod deleted by someone else recreated and not counted a failure
+(test_decisions, D4), a collective's worker evicted through the Eviction API restarting the whole
+gang (test_disruptions, D18); and what only a node shows: the replicas find each other by the
+headless Services' DNS names that ``TF_CONFIG`` lists.
 """
 
 from __future__ import annotations
@@ -80,6 +81,28 @@ def test_suspend_stops_the_containers_and_resume_starts_them_again(tfgang: Relea
     assert not set(second.values()) & set(first.values())
     suspended = _condition(_job(tfgang, namespace, "nap"), "Suspended")
     assert suspended is not None and suspended["status"] == "False" and suspended["reason"] == "TFJobResumed"
+
+
+def test_a_finished_job_cleans_its_running_ps_and_is_deleted_after_its_ttl(
+    tfgang: Release, namespace: str
+) -> None:
+    job = small_job(
+        "tidy", namespace, SLEEP.format(seconds=5), ps=1,
+        run_policy={"cleanPodPolicy": "All", "ttlSecondsAfterFinished": 10},
+    )  # fmt: skip
+    job["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"][0]["command"][-1] = SLEEP.format(
+        seconds=300
+    )
+    apply(tfgang, job)
+    until(lambda: job_state(tfgang, namespace, "tidy") == "Succeeded", 120, "tidy Succeeded")
+    # cleanPodPolicy All: the PS, still running, is stopped and removed with the worker.
+    until(lambda: not _pods(tfgang, namespace, "tidy"), 60, "every pod of the finished job removed")
+
+    def deleted() -> bool:
+        listed = tfgang.kubectl_json("-n", namespace, "get", "tfjobs")
+        return not listed["items"]
+
+    until(deleted, 60, "the job deleted by its TTL")
 
 
 def test_a_pod_deleted_by_someone_else_is_recreated_not_failed(tfgang: Release, namespace: str) -> None:
