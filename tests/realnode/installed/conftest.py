@@ -1,7 +1,8 @@
 """tfgang installed on the one-node cluster (``one_node``, tests/realnode/conftest.py) by the README's
 commands, once for every test of this folder: ``tfgang`` is that release (``sandbox.helmrelease``).
 
-Uninstalling ends the release the other tests use, so the uninstall tests run last.
+Uninstalling ends the release the other tests use (this folder's and its subfolders'), so the
+uninstall tests run last.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ LAST = "test_uninstall"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The uninstall tests after every other test of the session: they end the release that the
+    tests of this folder and its subfolders (tensorflow/) share."""
     here = Path(__file__).parent
-    ours = [item for item in items if Path(str(item.path)).parent == here]
-    last = [item for item in ours if Path(str(item.path)).name.startswith(LAST)]
-    if last:
-        for item in last:
-            items.remove(item)
-        items.extend(last)
+    last = [
+        item
+        for item in items
+        if Path(str(item.path)).is_relative_to(here) and Path(str(item.path)).name.startswith(LAST)
+    ]
+    for item in last:
+        items.remove(item)
+    items.extend(last)
 
 
 @pytest.fixture(scope="session")
