@@ -91,7 +91,8 @@ def test_kube_apiserver_calls_the_webhook_through_its_service(tfgang: Release) -
     namespace = f"install-{uuid.uuid4().hex[:6]}"
     tfgang.run(["kubectl", "create", "namespace", namespace])
     try:
-        apply(tfgang, small_job("printer", namespace, 'echo "TF_CONFIG=$TF_CONFIG"'))
+        # Two workers: a single worker is not distributed and gets no TF_CONFIG (upstream's rule).
+        apply(tfgang, small_job("printer", namespace, 'echo "TF_CONFIG=$TF_CONFIG"', workers=2))
         until(lambda: job_state(tfgang, namespace, "printer") == "Succeeded", 120, "the job Succeeded")
         pod = tfgang.kubectl_json("-n", namespace, "get", "pod", "printer-worker-0")
         assert pod["spec"]["schedulerName"] == "volcano"
