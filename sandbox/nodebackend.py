@@ -43,7 +43,10 @@ class NodeReplayCluster:
         self, name: str, user: str, groups: tuple[str, ...] = ("system:authenticated",)
     ) -> Path:
         path = self.workdir / f"{name}.kubeconfig"
-        _token, written = await asyncio.to_thread(self.node.apiserver.add_user, user, groups, path)
+        # The node authorizes by RBAC: the replay's viewers are cluster admins, as the transcript's
+        # kubectl was, each under a name of its own so that the audit log tells them apart.
+        admins = (*groups, "system:masters")
+        _token, written = await asyncio.to_thread(self.node.apiserver.add_user, user, admins, path)
         return Path(written)
 
     async def request_log(self) -> list[RequestRecord]:

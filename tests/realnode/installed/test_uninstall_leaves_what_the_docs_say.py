@@ -26,7 +26,12 @@ INSTANCE = f"app.kubernetes.io/instance={RELEASE}"
 # Every namespace has these from its creation on (kube-controller-manager makes them): they go
 # with the namespace, and are nobody's leftovers.
 THE_NAMESPACES_OWN = {("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")}
-SKIPPED_KINDS = {"events", "events.events.k8s.io", "endpoints", "endpointslices.discovery.k8s.io"}
+SKIPPED_KINDS = {
+    # Records of what happened, and the Services' own endpoints, which go with them.
+    "events", "events.events.k8s.io", "endpoints", "endpointslices.discovery.k8s.io",
+    # The node itself, whatever its name.
+    "nodes", "csinodes.storage.k8s.io",
+}  # fmt: skip
 
 Key = tuple[str, str, str]
 """(kind, namespace, name); the namespace is empty for a cluster-scoped object."""
