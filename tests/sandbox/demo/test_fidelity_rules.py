@@ -8,11 +8,13 @@ import yaml
 
 from sandbox.seedreplay import backoff_base_for, seed_dir, shorten_manifest
 from tests.sandbox.demo.fidelity import (
+    FINISHED_PHASE_REPORTED_LATE,
     KILLED_RIGHT_AFTER_RESTART,
     PODGROUP_SEEN_DURING_TEARDOWN,
     compare_pod,
     compare_podgroup,
     distinct,
+    known_finishing_divergence,
     known_pod_divergence,
     known_podgroup_divergence,
     lines_before,
@@ -122,6 +124,17 @@ def test_known_divergences_are_recognised_by_their_exact_shape() -> None:
         is None
     )
     assert known_podgroup_divergence("worker-failure", podgroup, podgroup, podgroup) is None
+
+
+def test_a_deletion_higher_on_the_same_fall_is_known_on_the_real_node_only() -> None:
+    expected = [("", 4, 0), ("Inqueue", 4, 0), ("Running", 4, 0), ("Running", 4, 4), ("Running", 4, 1)]
+    higher = [*expected[:-1], ("Running", 4, 3)]
+    assert known_finishing_divergence(higher, expected) == FINISHED_PHASE_REPORTED_LATE
+    assert known_finishing_divergence([*expected[:-1], ("Running", 4, 0)], expected) is None
+    rose_again = [*higher, ("Running", 4, 4)]
+    assert known_finishing_divergence(rose_again, expected) is None
+    assert known_finishing_divergence([(s, 3, r) for s, _m, r in higher], expected) is None
+    assert known_finishing_divergence(expected, expected) is None
 
 
 def test_teardown_starts_with_the_first_terminating_pod() -> None:
