@@ -151,8 +151,11 @@ async def replay(args: argparse.Namespace) -> int:
                 _emit("")
                 _emit(f"==> experiment {index}/{len(names)}: {name}")
                 source = _display_path(seeds / f"{name}.yaml")
-                if args.speed != 1:
-                    source = f"- ({source} with its sleeps divided by {args.speed:g})"
+                changes = [f"its sleeps divided by {args.speed:g}"] if args.speed != 1 else []
+                if on_node:
+                    changes.append(f"each pod's CPU at {NODE_CPU}")
+                if changes:
+                    source = f"- ({source} with {' and '.join(changes)})"
                 record = await seed.run(EXPERIMENTS[name], manifests[name], source)
                 records.append(record)
                 if args.transcript:
