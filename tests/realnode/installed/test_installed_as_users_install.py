@@ -155,7 +155,8 @@ def test_the_certificate_secret_is_served_and_a_rotation_is_reloaded_without_a_r
     before = {pod["metadata"]["uid"]: restart_counts(pod) for pod in pods_of(tfgang, "webhook")}
     ca_before = _secret(tfgang)["data"]["ca.crt"]
 
-    due = _make_certificate_due(tfgang)
+    # Issued 40 days ago for 41: due for renewal, as time would make it.
+    due = _replace_serving_certificate(tfgang, days_ago=40, valid_days=41)
 
     def renewed_everywhere() -> str | None:
         serving = _serving_pem(_secret(tfgang))
@@ -175,15 +176,55 @@ def test_the_certificate_secret_is_served_and_a_rotation_is_reloaded_without_a_r
     assert _secret(tfgang)["data"]["ca.crt"] == ca_before, "the renewal replaced the CA"
 
 
-def _make_certificate_due(release: Release) -> str:
-    """Replace the Secret's serving certificate with one of the same CA that is due for renewal
-    (issued 40 days ago for 41), as time would; its PEM."""
+def test_a_mounted_secret_its_owner_renews_is_reloaded_without_a_restart(tfgang: Release) -> None:
+    """``certs.mode=secret``: the kubelet mounts the Secret and, once its owner (cert-manager, say)
+    writes a new certificate, swaps the mounted files; each replica serves it without a restart.
+    The release goes back to selfManaged afterwards, keeping the same Secret and CA."""
+    ca_bundle = _secret(tfgang)["data"]["ca.crt"]
+    tfgang.upgrade(
+        "--set", "certs.mode=secret", "--set", f"certs.secretName={CERT_SECRET}",
+        "--set", f"certs.caBundle={ca_bundle}",
+    )  # fmt: skip
+    try:
+        tfgang.wait_rolled_out()
+        pods = pods_of(tfgang, "webhook")
+        mounted = {volume["name"]: volume for volume in pods[0]["spec"]["volumes"]}["certs"]
+        assert mounted["secret"]["secretName"] == CERT_SECRET
+        before = {pod["metadata"]["uid"]: restart_counts(pod) for pod in pods}
+
+        renewed = _replace_serving_certificate(tfgang)
+
+        def swapped_everywhere() -> bool:
+            for pod in pods_of(tfgang, "webhook"):
+                name = pod["metadata"]["name"]
+                if not same_certificate(file_in(tfgang, name, CERT_FILE), renewed):
+                    return False
+                if not same_certificate(served_certificate(tfgang, name, WEBHOOK_PORT), renewed):
+                    return False
+            return True
+
+        # The kubelet refreshes a mounted Secret on its periodic pod sync (a minute by default).
+        until(
+            swapped_everywhere, 150, "the renewed certificate mounted by the kubelet and served by each pod"
+        )
+        after = {pod["metadata"]["uid"]: restart_counts(pod) for pod in pods_of(tfgang, "webhook")}
+        assert after == before, "a webhook pod was replaced or restarted to serve the mounted certificate"
+    finally:
+        tfgang.upgrade(
+            "--set", "certs.mode=selfManaged", "--set", "certs.secretName=", "--set", "certs.caBundle="
+        )
+        tfgang.wait_rolled_out()
+
+
+def _replace_serving_certificate(release: Release, *, days_ago: int = 0, valid_days: int = 365) -> str:
+    """Write a new serving certificate of the Secret's own CA into the Secret, issued ``days_ago``
+    for ``valid_days``, as its owner would; its PEM."""
     secret = _secret(release)
     stored = decode_secret_data(secret["data"])
     assert stored.ca is not None, "a self-managed Secret keeps its CA's key"
-    issued = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=40)
+    issued = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=days_ago)
     due = issue_serving_certificate(
-        stored.ca, dns_names_of(stored.serving.cert_pem), valid_days=41, now=issued
+        stored.ca, dns_names_of(stored.serving.cert_pem), valid_days=valid_days, now=issued
     )
     due = type(due)(due.cert_pem, due.key_pem, stored.serving.ca_pem, due.not_after)
     secret["data"] = {**secret["data"], **encode_secret_data(due, stored.ca)}
