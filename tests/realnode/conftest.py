@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
+from realcluster.apiserver import RealApiServerError
 from realcluster.onenode import OneNode, find_images, start_one_node
 from realcluster.volcano import find_components
 
@@ -66,10 +68,37 @@ def install_arguments() -> list[str]:
 
 @pytest.fixture(scope="session")
 def tfgang_installed(one_node: OneNode) -> Release:
-    """tfgang installed by ``helm install ... --wait``: its webhook and controller pods Ready."""
+    """tfgang installed by ``helm install ... --wait``: its webhook and controller pods Ready and
+    the webhook answering kube-apiserver."""
     started = time.monotonic()
     run_helm(
         one_node, "install", RELEASE, str(CHART), "--namespace", RELEASE_NAMESPACE, "--create-namespace",
         *install_arguments(), "--wait", "--timeout", "5m",
     )  # fmt: skip
+    _wait_until_the_webhook_answers(one_node)
     return Release(one_node, RELEASE, RELEASE_NAMESPACE, time.monotonic() - started)
+
+
+def _wait_until_the_webhook_answers(node: OneNode, timeout: float = 60.0) -> None:
+    """``--wait`` ends when the pods are Ready; kube-proxy programs the webhook Service's new
+    endpoints a moment later, and until then kube-apiserver's call is refused. A server-side dry
+    run of a TFJob passes through the validating webhook (what ``helm test`` does)."""
+    probe = yaml.safe_dump(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "TFJob",
+            "metadata": {"name": "tfgang-webhook-probe", "namespace": "default"},
+            "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {"containers": [
+                {"name": "tensorflow", "image": "busybox:1.37.0-glibc", "command": ["true"]},
+            ]}}}}},
+        }
+    )  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            node.kubectl("create", "--dry-run=server", "-f", "-", stdin=probe)
+            return
+        except RealApiServerError as error:
+            if "failed calling webhook" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)

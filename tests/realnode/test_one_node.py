@@ -76,6 +76,12 @@ def test_the_node_is_ready_at_its_own_address(one_node: OneNode) -> None:
     assert "https://127.0.0.1:" in Path(one_node.kubeconfig).read_text()
 
 
+def test_the_namespace_has_no_route_out(one_node: OneNode) -> None:
+    """Pods' traffic goes to the node's namespace, which routes only to its own ranges."""
+    routes = [line.split()[0] for line in one_node.run(["ip", "-4", "route"]).splitlines() if line.strip()]
+    assert routes and set(routes) <= {"10.88.0.0/24", "10.96.0.0/16", "10.244.0.0/24"}, routes
+
+
 def test_a_busybox_pod_runs_and_its_log_comes_back(one_node: OneNode) -> None:
     namespace = _namespace(one_node)
     log = _run_to_completion(one_node, namespace, "hello", "echo hello from $(hostname)")
