@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import tarfile
 from dataclasses import dataclass
@@ -30,6 +31,22 @@ class Archive:
     ref_name: str
     config: dict[str, Any]
     layers: list[str]
+
+    def read_file(self, path: str) -> bytes:
+        """A file's content in the newest layer that has it."""
+        for digest in reversed(self.layers):
+            with tarfile.open(self.path) as outer:
+                member = outer.extractfile(f"blobs/sha256/{digest.removeprefix('sha256:')}")
+                assert member is not None
+                with tarfile.open(fileobj=member) as layer:
+                    for name in (path, f"./{path}"):
+                        try:
+                            content = layer.extractfile(name)
+                        except KeyError:
+                            continue
+                        assert content is not None
+                        return content.read()
+        raise AssertionError(f"{path} is in no layer of {self.path}")
 
     def layer_names(self, digest: str) -> list[str]:
         with tarfile.open(self.path) as outer:
@@ -129,3 +146,28 @@ def test_the_helm_test_image_runs_kubectl_as_a_non_root_user(images: dict[str, A
     names = {name.removeprefix("./") for digest in kubectl.layers for name in kubectl.layer_names(digest)}
     assert "usr/local/bin/kubectl" in names
     assert "PATH=/usr/local/bin" in config["Env"]
+
+
+def elf_interpreter(binary: bytes) -> str | None:
+    """The dynamic linker an ELF64 executable names (PT_INTERP), None for a static one."""
+    assert binary[:4] == b"\x7fELF" and binary[4] == 2
+    (phoff,) = struct.unpack_from("<Q", binary, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", binary, 0x36)
+    for index in range(phnum):
+        header = phoff + index * phentsize
+        kind, _, offset, _, _, size = struct.unpack_from("<IIQQQQ", binary, header)
+        if kind == 3:
+            return binary[offset : offset + size].rstrip(b"\0").decode()
+    return None
+
+
+def test_the_helm_test_images_kubectl_finds_its_dynamic_linker_in_the_image(
+    images: dict[str, Archive],
+) -> None:
+    # A cgo build links glibc dynamically; on scratch it would fail with "no such file".
+    (kubectl,) = [archive for name, archive in images.items() if name.startswith("localhost/kubectl:")]
+    interpreter = elf_interpreter(kubectl.read_file("usr/local/bin/kubectl"))
+    if interpreter is not None:
+        names = {name.removeprefix("./") for digest in kubectl.layers for name in kubectl.layer_names(digest)}
+        assert interpreter.removeprefix("/") in names
+        assert "lib/x86_64-linux-gnu/libc.so.6" in names
