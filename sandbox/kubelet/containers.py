@@ -11,6 +11,7 @@ CRASH_LOOP_BACK_OFF: Final = "CrashLoopBackOff"
 CREATE_CONFIG_ERROR: Final = "CreateContainerConfigError"
 COMPLETED: Final = "Completed"
 ERROR: Final = "Error"
+OOM_KILLED: Final = "OOMKilled"
 
 
 class WaitingWire(TypedDict):
@@ -101,12 +102,18 @@ def exit_code_of(returncode: int) -> tuple[int, int | None]:
     return returncode, None
 
 
-def after_exit(record: ContainerRecord, returncode: int, now: str) -> ContainerRecord:
-    """A running container whose process ended with ``returncode``."""
+def after_exit(
+    record: ContainerRecord, returncode: int, now: str, oom_killed: bool = False
+) -> ContainerRecord:
+    """A running container whose process ended with ``returncode`` (``oom_killed``: by the node
+    for exceeding its memory limit, which the runtime reports as ``OOMKilled`` when it died of it)."""
     if not isinstance(record.state, Running):
         return record
     exit_code, signum = exit_code_of(returncode)
-    return replace(record, state=Terminated(exit_code, record.state.started_at, now, signum))
+    reason = OOM_KILLED if oom_killed and exit_code == 137 else ""
+    return replace(
+        record, state=Terminated(exit_code, record.state.started_at, now, signum, special_reason=reason)
+    )
 
 
 def after_pod_stopped(record: ContainerRecord, now: str) -> ContainerRecord:
@@ -146,8 +153,7 @@ def _state_wire(state: ContainerState | None, container_id: str) -> StateWire:
     )
     if container_id:
         terminated["containerID"] = container_id
-    if state.signal is not None:
-        terminated["signal"] = state.signal
+    # ``signal`` stays unset: the kubelet never fills it in (a signal shows as exit code 128 + n).
     if state.message:
         terminated["message"] = state.message
     return StateWire(terminated=terminated)

@@ -24,6 +24,7 @@ from kube.errors import ApiError, Conflict, NotFound
 from kube.events import EventRecorder
 from kube.patches import PatchType, compose_merge_patches
 from kube.resources import PODS
+from kubeobjects.quantity import parse_quantity
 from kubeobjects.times import go_duration
 from sandbox.kubelet import backoff as bo
 from sandbox.kubelet.containers import (
@@ -67,6 +68,12 @@ from sandbox.kubelet.writes import LatestWriter, retrying
 logger = logging.getLogger(__name__)
 
 DEFAULT_GRACE_SECONDS = 30.0
+
+
+def memory_limit(container: Mapping[str, Any]) -> int | None:
+    """The container's memory limit in bytes, if it has one."""
+    limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
+    return int(parse_quantity(limit)) if limit is not None else None
 
 
 def now_text() -> str:
@@ -114,6 +121,8 @@ class PodWorker:
     _published_ip: str = field(default="", init=False)
     _final_phase: str | None = field(default=None, init=False)
     _gone: bool = field(default=False, init=False)
+    _sandbox_ready: bool = field(default=False, init=False)
+    """The pod's "sandbox" (its IP, its directories) is set up: from the first start on."""
     _waiters: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _status: LatestWriter[dict[str, Any]] = field(init=False)
 
@@ -182,9 +191,10 @@ class PodWorker:
             HOST_IP,
             self._start_time,
             self._published_ip,
-            sandbox_ready=True,
+            sandbox_ready=self._sandbox_ready,
             deleting=self._deleting,
             init_containers=self._init_records(),
+            sandbox_created=self._sandbox_ready or self._final_phase is not None,
         )
         status = compose_status(self.pod, view, now_text(), self._final_phase)
         await self._status.write({"status": status})
@@ -248,6 +258,7 @@ class PodWorker:
         """Start what comes next: the first init container not yet done, else the app containers."""
         sources = await self._sources()
         self._published_ip = self.pod_ip
+        self._sandbox_ready = True
         for slot in self._init_slots.values():
             if not init_succeeded(slot.record):
                 await self._start(slot, sources, restart=False)
@@ -329,7 +340,9 @@ class PodWorker:
         started = now_text()
         container_id = f"sandbox://{self.uid[:8]}-{old.name}-{restart_count}"
         try:
-            process = await ContainerProcess.start(launch.argv, launch.env, launch.cwd, log_path)
+            process = await ContainerProcess.start(
+                launch.argv, launch.env, launch.cwd, log_path, memory_limit(slot.spec)
+            )
         except StartFailed as error:
             self._event("Warning", "Failed", f'Error: failed to start container "{old.name}": {error}')
             self.logs.instance_ended(self.uid, old.name)
@@ -362,11 +375,12 @@ class PodWorker:
         self._inbox.put_nowait(Exited(container, generation, returncode))
 
     async def _on_exit(self, slot: ContainerSlot, returncode: int) -> None:
+        oom_killed = slot.process is not None and slot.process.oom_killed
         slot.process = None
         slot.finished_mono = time.monotonic()
         record = slot.record
         self.logs.instance_ended(self.uid, record.name)
-        slot.record = after_exit(record, returncode, now_text())
+        slot.record = after_exit(record, returncode, now_text(), oom_killed)
         state = slot.record.state
         if not isinstance(state, Terminated):
             return
