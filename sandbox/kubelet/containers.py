@@ -12,6 +12,10 @@ CREATE_CONFIG_ERROR: Final = "CreateContainerConfigError"
 COMPLETED: Final = "Completed"
 ERROR: Final = "Error"
 OOM_KILLED: Final = "OOMKilled"
+START_ERROR: Final = "StartError"
+"""containerd's reason for a container whose process could not be started (exit code 128)."""
+RUN_CONTAINER_ERROR: Final = "RunContainerError"
+"""The kubelet's waiting reason for a container whose start failed and is to be tried again."""
 
 
 class WaitingWire(TypedDict):

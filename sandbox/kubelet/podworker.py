@@ -32,7 +32,10 @@ from sandbox.kubelet.containers import (
     CRASH_LOOP_BACK_OFF,
     CREATE_CONFIG_ERROR,
     POD_INITIALIZING,
+    RUN_CONTAINER_ERROR,
+    START_ERROR,
     ContainerRecord,
+    ContainerState,
     Running,
     Terminated,
     Waiting,
@@ -162,6 +165,13 @@ class PodWorker:
     @property
     def _restart_policy(self) -> str:
         return str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
+
+    def _policy_of(self, slot: ContainerSlot) -> str:
+        """The pod's restart policy as it applies to ``slot``: an init container never reruns on success."""
+        policy = self._restart_policy
+        if slot.record.name in self._init_slots and policy == "Always":
+            return "OnFailure"
+        return policy
 
     def _event(self, type_: str, reason: str, message: str) -> None:
         if self.events is None:
@@ -346,10 +356,21 @@ class PodWorker:
         except StartFailed as error:
             self._event("Warning", "Failed", f'Error: failed to start container "{old.name}": {error}')
             self.logs.instance_ended(self.uid, old.name)
-            failure = Terminated(128, started, now_text(), special_reason="StartError", message=str(error))
+            failure = Terminated(128, started, now_text(), special_reason=START_ERROR, message=str(error))
             slot.record = ContainerRecord(
                 old.name, old.image, failure, last_state, restart_count, container_id, last_id
             )
+            if should_restart(self._policy_of(slot), failure.exit_code):
+                # The kubelet remembers why the start failed and shows it while a retry is due.
+                slot.record = ContainerRecord(
+                    old.name,
+                    old.image,
+                    Waiting(RUN_CONTAINER_ERROR, failure.message),
+                    failure,
+                    restart_count,
+                    "",
+                    container_id,
+                )
             self._inbox.put_nowait(Exited(old.name, slot.generation, 128))
             return
         slot.process = process
@@ -381,17 +402,16 @@ class PodWorker:
         record = slot.record
         self.logs.instance_ended(self.uid, record.name)
         slot.record = after_exit(record, returncode, now_text(), oom_killed)
-        state = slot.record.state
+        state: ContainerState | None = slot.record.state
+        if isinstance(state, Waiting) and state.reason == RUN_CONTAINER_ERROR:
+            state = slot.record.last_state
         if not isinstance(state, Terminated):
             return
         logger.info("pod %s container %s exited with %d", self._key, record.name, state.exit_code)
-        policy = self._restart_policy
-        if record.name in self._init_slots:
-            if state.exit_code == 0:
-                await self._advance()
-                return
-            policy = "OnFailure" if policy == "Always" else policy  # init containers never rerun on success
-        if should_restart(policy, state.exit_code):
+        if record.name in self._init_slots and state.exit_code == 0:
+            await self._advance()
+            return
+        if should_restart(self._policy_of(slot), state.exit_code):
             delay = bo.restart_delay(slot.backoff, slot.finished_mono, self.settings.backoff)
             await self._publish()
             slot.restart_pending = True
@@ -419,7 +439,12 @@ class PodWorker:
 
     async def _show_backoff(self, slot: ContainerSlot) -> None:
         record = slot.record
-        if not isinstance(record.state, Terminated):
+        termination: Terminated | None = None
+        if isinstance(record.state, Terminated):
+            termination, termination_id = record.state, record.container_id
+        elif isinstance(record.state, Waiting) and record.state.reason == RUN_CONTAINER_ERROR:
+            termination, termination_id = record.last_state, record.last_container_id
+        if termination is None:
             return
         delay = bo.restart_delay(slot.backoff, slot.finished_mono, self.settings.backoff)
         message = (
@@ -429,10 +454,10 @@ class PodWorker:
             record.name,
             record.image,
             Waiting(CRASH_LOOP_BACK_OFF, message),
-            record.state,
+            termination,
             record.restart_count,
             "",
-            record.container_id,
+            termination_id,
         )
         self.logs.set_waiting(self.uid, record.name, CRASH_LOOP_BACK_OFF)
         self._event(

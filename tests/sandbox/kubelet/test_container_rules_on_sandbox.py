@@ -113,16 +113,32 @@ async def test_an_eviction_marks_the_pod_and_deletes_it_unless_its_budget_forbid
 
 
 async def test_a_command_not_found_is_a_start_error_in_containerd_words() -> None:
-    async with sandbox_cluster(scheduler=False) as cluster:
-        body = pod_manifest("missing", "", restart_policy="Never", nodeName="las1")
-        body["spec"]["containers"][0]["command"] = ["no-such-command"]
-        await cluster.api.create(PODS, body)
+    async with sandbox_cluster(scheduler=False) as cluster, cluster.watching(PODS) as pods:
+        for name, policy in (("missing", "Never"), ("retried", "Always")):
+            body = pod_manifest(name, "", restart_policy=policy, nodeName="las1")
+            body["spec"]["containers"][0]["command"] = ["no-such-command"]
+            await cluster.api.create(PODS, body)
 
-        async def failed() -> bool:
-            return (await get_pod(cluster.api, "missing"))["status"].get("phase") == "Failed"
+        async def settled() -> bool:
+            failed = (await get_pod(cluster.api, "missing"))["status"].get("phase") == "Failed"
+            (retried,) = (await get_pod(cluster.api, "retried"))["status"].get("containerStatuses") or [{}]
+            return failed and retried.get("restartCount", 0) >= 1
 
-        await eventually(failed, what="the pod failed")
+        await eventually(settled, what="the first pod failed, the second retried")
         terminated = _terminated(await get_pod(cluster.api, "missing"))
         assert (terminated["reason"], terminated["exitCode"]) == ("StartError", 128)
         cause = 'exec: "no-such-command": executable file not found in $PATH: unknown'
         assert terminated["message"].endswith(f"error during container init: {cause}")
+        # A start to be retried shows the kubelet's RunContainerError, never a bare termination.
+        states = [
+            (next(iter(c["state"])), c["restartCount"])
+            for p in pods.objects["retried"]
+            for c in (p.get("status") or {}).get("containerStatuses") or ()
+        ]
+        assert ("terminated", 0) not in states
+        waiting = next(
+            c for p in pods.objects["retried"] for c in (p.get("status") or {}).get("containerStatuses") or ()
+            if (c["state"].get("waiting") or {}).get("reason") == "RunContainerError"
+        )  # fmt: skip
+        assert waiting["state"]["waiting"]["message"].endswith(cause)
+        assert waiting["lastState"]["terminated"]["reason"] == "StartError"
