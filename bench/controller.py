@@ -76,8 +76,8 @@ from kube.resources import (  # noqa: E402
     SERVICES,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
 )
+from realcluster.ports import free_port  # noqa: E402
 from sandbox.cluster import WEBHOOK_SERVICE, child_environment  # noqa: E402
-from sandbox.ports import free_port  # noqa: E402
 from sandbox.testing import start_apiserver  # noqa: E402
 from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, webhook_configurations  # noqa: E402
 from tests.integration.cluster import container_status, load_seed  # noqa: E402
@@ -596,7 +596,7 @@ def _api_server(kind: str) -> Iterator[tuple[Any, Callable[[], float]]]:
 
     ``sandbox``: the sandbox API server on its own thread of this process (that thread's CPU).
     ``kube-apiserver``: a real kube-apiserver with etcd and kube-controller-manager
-    (``sandbox.realapiserver``, built by ``scripts/kube-apiserver``), child processes of this one;
+    (``realcluster.apiserver``, built by ``scripts/kube-apiserver``), child processes of this one;
     its CPU is kube-apiserver's and etcd's together.
     """
     if kind == SANDBOX:
@@ -604,7 +604,7 @@ def _api_server(kind: str) -> Iterator[tuple[Any, Callable[[], float]]]:
             yield handle, _thread_cpu_seconds("sandbox-apiserver")
         return
     try:
-        from sandbox.realapiserver import RealApiServer
+        from realcluster.apiserver import RealApiServer
     except ImportError as exc:
         raise SystemExit(
             f"--apiserver {KUBE_APISERVER} needs sandbox/realapiserver.py and a kube-apiserver built by "

@@ -1,6 +1,6 @@
 """The API server a local cluster runs on: the sandbox's own (in this process), a real
-kube-apiserver v1.20 with etcd (child processes, ``sandbox.realapiserver``), or kube-apiserver
-v1.37 with the real Volcano beside it (``sandbox.realvolcano``). They answer the same few
+kube-apiserver v1.20 with etcd (child processes, ``realcluster.apiserver``), or kube-apiserver
+v1.37 with the real Volcano beside it (``realcluster.volcano``). They answer the same few
 questions, asked from the cluster's event loop; ``has_volcano`` says whether the server brings
 Volcano's CRDs and scheduler itself (otherwise the cluster installs the sandbox's)."""
 
@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from sandbox.apiserver.kubeconfig import write_kubeconfig
-from sandbox.apiserver.requestlog import RequestRecord
+from realcluster.apiserver import RealApiServer, RealApiServerOptions
+from realcluster.kubeconfig import write_kubeconfig
+from realcluster.requestrecord import RequestRecord
 from sandbox.apiserver.server import ApiServer
-from sandbox.realapiserver import RealApiServer, RealApiServerOptions
 
 SANDBOX = "sandbox"
 KUBE_APISERVER = "kube-apiserver"
@@ -116,12 +116,12 @@ class KubeApiServer:
 
 
 class KubeWithVolcano(KubeApiServer):
-    """kube-apiserver of the pinned current release with the real Volcano (``sandbox.realvolcano``)."""
+    """kube-apiserver of the pinned current release with the real Volcano (``realcluster.volcano``)."""
 
     has_volcano = True
 
     def _new(self, options: RealApiServerOptions) -> RealApiServer:
-        from sandbox.realvolcano import VolcanoCluster, find_components
+        from realcluster.volcano import VolcanoCluster, find_components
 
         components = find_components()
         return VolcanoCluster(replace(options, bin_dir=components / "bin"), components=components)

@@ -34,14 +34,14 @@ from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import ApiError, NotFound
 from kube.resources import NODES, QUEUES_V1BETA1
+from realcluster.crds import VOLCANO_CRD_FILES, tfjob_crd_path
+from realcluster.kubeconfig import write_kubeconfig
+from realcluster.ports import free_port
+from realcluster.requestrecord import RequestRecord
 from sandbox.apiserver.faults import StandingFaults
-from sandbox.apiserver.kubeconfig import write_kubeconfig
-from sandbox.apiserver.requestlog import RequestRecord
 from sandbox.apiserver.server import ApiServer
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
 from sandbox.backends import SANDBOX, ClusterApiServer, SandboxApiServer, new_api_server
-from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
-from sandbox.ports import free_port
 from sandbox.supervisor import ChildFailed, ChildSpec, Supervisor
 from sandbox.webhook_configs import OPERATOR_NAMESPACE, ca_bundle_of, controller_scope, webhook_configurations
 
@@ -117,8 +117,8 @@ class ClusterOptions:
     """Extra flags of the controller process (``--leader-elect``, lease timings, ...)."""
     apiserver: str = SANDBOX
     """``sandbox`` (in this process), ``kube-apiserver`` (a real v1.20 with etcd; see
-    ``sandbox.realapiserver``) or ``volcano`` (kube-apiserver v1.37 with the real Volcano, whose
-    scheduler replaces the sandbox's; see ``sandbox.realvolcano``)."""
+    ``realcluster.apiserver``) or ``volcano`` (kube-apiserver v1.37 with the real Volcano, whose
+    scheduler replaces the sandbox's; see ``realcluster.volcano``)."""
 
 
 def child_environment() -> dict[str, str]:

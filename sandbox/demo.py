@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 from kube.flags import Flags, number, positive_number
+from realcluster.apiserver import RealApiServerError
+from realcluster.kubectl import KubectlError, find_kubectl
 from sandbox.backends import KINDS, KUBE_APISERVER, SANDBOX, VOLCANO
 from sandbox.cluster import ClusterError, ClusterOptions, LocalCluster
-from sandbox.kubectl import KubectlError, find_kubectl
-from sandbox.realapiserver import RealApiServerError
 from sandbox.seedreplay import (
     EXPERIMENTS,
     ExperimentRecord,

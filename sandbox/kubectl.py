@@ -2,40 +2,21 @@
 
 The demo shows kubectl's own output, so it runs kubectl rather than printing what an API client
 sees; a watch stream's lines are printed as they come, each behind a label naming the stream.
+Which kubectl to run is ``realcluster.kubectl.find_kubectl``'s choice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import shutil
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from realcluster.kubectl import KubectlError
+
 Emit = Callable[[str], None]
-
-
-class KubectlError(RuntimeError):
-    """kubectl is missing or a command failed."""
-
-
-def find_kubectl(explicit: str | None = None) -> str:
-    """``explicit``, else the one next to this Python (the venv's), else the one on PATH."""
-    if explicit:
-        if not os.access(explicit, os.X_OK):
-            raise KubectlError(f"kubectl {explicit!r} is not an executable file")
-        return explicit
-    beside = Path(sys.executable).parent / "kubectl"
-    if os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("kubectl")
-    if found is None:
-        raise KubectlError("kubectl not found: install it (./scripts/setup does) or pass --kubectl")
-    return found
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.errors import NotFound
 from kube.resources import PODGROUPS_V1BETA1, PODS, SERVICES, Resource
+from realcluster.kubectl import KubectlError
 from sandbox.cluster import LocalCluster
-from sandbox.kubectl import Emit, KubectlError, WatchStream, environment_section, kubectl
+from sandbox.kubectl import Emit, WatchStream, environment_section, kubectl
 from sandbox.watchrows import PodRow, RowError, parse_pod_row, parse_tfjob_row
 
 TFJOBS: Final = Resource("kubeflow.org", "v1", "tfjobs", "TFJob")

@@ -16,13 +16,13 @@ import time
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
+from realcluster.crds import VOLCANO_CRD_FILES, tfjob_crd_path
+from realcluster.kubeconfig import write_kubeconfig
+from realcluster.requestrecord import RequestRecord
 from sandbox.apiserver.admission import ServiceRoute
 from sandbox.apiserver.faults import FaultRequest, apply_request
-from sandbox.apiserver.kubeconfig import write_kubeconfig
-from sandbox.apiserver.requestlog import RequestRecord
 from sandbox.apiserver.server import ApiServer
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
-from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
 
 logger = logging.getLogger(__name__)
 

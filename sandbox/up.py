@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from kube.flags import Flags, integer, number, port
+from realcluster.crds import VOLCANO_CRD_FILES, tfjob_crd_path
+from realcluster.kubeconfig import write_kubeconfig
 from sandbox.apiserver.faults import FAULT_CODES, MAX_LATENCY, ErrorRule, StandingFaults
-from sandbox.apiserver.kubeconfig import write_kubeconfig
 from sandbox.apiserver.server import ApiServer
 from sandbox.apiserver.storage import DEFAULT_WATCH_WINDOW
-from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The three API servers the cluster-level suites run on, as pytest parameters: the sandbox's
-own, a real kube-apiserver v1.20 with etcd (``sandbox.realapiserver``), the oldest release
+own, a real kube-apiserver v1.20 with etcd (``realcluster.apiserver``), the oldest release
 supported, and kube-apiserver v1.37 with the real Volcano installed beside it
-(``sandbox.realvolcano``). Their marks select one: ``-m sandbox_apiserver``, ``-m kube_apiserver``
+(``realcluster.volcano``). Their marks select one: ``-m sandbox_apiserver``, ``-m kube_apiserver``
 or ``-m volcano_apiserver``."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The two distributions install the rooms the design names and the console scripts it promises:
-tfgang the operator's, tfgang-sandbox the local cluster's."""
+tfgang the operator's, tfgang-sandbox the local cluster's, tfgang-realcluster the real components'."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-ROOMS = ["kubeobjects", "tfjob", "kube", "certs", "webhook", "controller", "sandbox", "kubectl_tfjob"]
+ROOMS = [
+    "kubeobjects", "tfjob", "kube", "certs", "webhook", "controller",
+    "sandbox", "realcluster", "kubectl_tfjob",
+]
 SCRIPTS = {
     "tfgang": {"tfgang-certs", "tfgang-webhook", "tfgang-controller", "kubectl-tfjob"},
     "tfgang-sandbox": {"tfgang-sandbox"},

@@ -11,6 +11,7 @@ import aiohttp
 import yaml
 from aiohttp import web
 
+from realcluster.requestrecord import RequestRecord
 from sandbox.apiserver import discovery, errors, operations, protobuf, rbac, representation, selectors, tables
 from sandbox.apiserver.auth import UserInfo
 from sandbox.apiserver.eviction import evict_pod
@@ -19,7 +20,7 @@ from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.operations import RequestContext
 from sandbox.apiserver.podsubresources import bind_pod, pod_log
 from sandbox.apiserver.registry import ResourceInfo
-from sandbox.apiserver.requestlog import RequestRecord, kubernetes_verb
+from sandbox.apiserver.requestlog import kubernetes_verb
 from sandbox.apiserver.state import ApiState
 from sandbox.apiserver.watching import DEFAULT_WATCH_TIMEOUT, WatchRequest, WatchStream
 

@@ -3,28 +3,8 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass
-from typing import Any
 
-
-@dataclass(frozen=True)
-class RequestRecord:
-    verb: str
-    group: str
-    version: str
-    resource: str
-    subresource: str
-    namespace: str
-    name: str
-    user: str
-    code: int
-    # The answer's form the request asked for (``Accept``'s ``as=``: "PartialObjectMetadata",
-    # "PartialObjectMetadataList", "Table"); empty for the object itself, a request refused before
-    # negotiating, and on kube-apiserver, whose audit events do not carry ``Accept``.
-    form: str = ""
-
-    def wire(self) -> dict[str, Any]:
-        return asdict(self)
+from realcluster.requestrecord import RequestRecord
 
 
 class RequestLog:

@@ -3,7 +3,7 @@ taken through what a cluster does to them while TFJob pods are created at a stea
 
 Real parts, each a process on loopback:
 
-- kube-apiserver with etcd (``sandbox.realapiserver``; ``bin_dir`` picks the release);
+- kube-apiserver with etcd (``realcluster.apiserver``; ``bin_dir`` picks the release);
 - Debian's ``haproxy`` playing the webhook's Service: TCP mode (TLS passes through to the replicas),
   each replica health-checked on its ops port's ``/readyz`` every second, as a Service's endpoints
   follow readiness; three server slots, so that a third replica can join during a rolling upgrade;
@@ -70,8 +70,8 @@ from kube.resources import (
     SECRETS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
 )
-from sandbox.ports import free_port
-from sandbox.realapiserver import RealApiServer, RealApiServerOptions
+from realcluster.apiserver import RealApiServer, RealApiServerOptions
+from realcluster.ports import free_port
 from sandbox.webhook_configs import OPERATOR_NAMESPACE, webhook_configurations
 from tests.chaos.scenarios import LEADER_FLAGS
 from tests.webhook.admission_cases import load_cases

@@ -33,9 +33,9 @@ from typing import Any
 import pytest
 import yaml
 
+from realcluster.ports import free_port
 from sandbox.apiserver.admission import ServiceRoute
 from sandbox.cluster import ClusterHandle, ClusterOptions, child_environment, start_cluster
-from sandbox.ports import free_port
 from tests import polling
 
 from .rbac import Grant, granted, matching_grants

@@ -141,13 +141,14 @@ def _distribution(requirement: str) -> str:
     return re.split(r"[~=<>;\[ ]", requirement, maxsplit=1)[0]
 
 
-def test_the_sandbox_distribution_lists_every_package_of_its_folder() -> None:
-    setuptools = tomllib.loads((ROOT / "sandbox" / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {"sandbox": "."}
-    root = ROOT / "sandbox"
+@pytest.mark.parametrize("folder", ["sandbox", "realcluster"])
+def test_each_development_distribution_lists_every_package_of_its_folder(folder: str) -> None:
+    setuptools = tomllib.loads((ROOT / folder / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {folder: "."}
+    root = ROOT / folder
     folders = (init.parent.relative_to(root).parts for init in root.rglob("__init__.py"))
     # build/ is what a wheel build leaves behind (git ignores it)
-    on_disk = {".".join(("sandbox", *parts)) for parts in folders if "build" not in parts}
+    on_disk = {".".join((folder, *parts)) for parts in folders if "build" not in parts}
     assert set(setuptools["packages"]) == on_disk
 
 

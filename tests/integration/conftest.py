@@ -3,8 +3,8 @@ whole session, a fresh namespace per test, and a dedicated user for the controll
 request log tells its requests apart.
 
 Every test runs three times: on the sandbox API server, on a real kube-apiserver v1.20 with etcd
-(``sandbox.realapiserver``; built by ``scripts/kube-apiserver`` on first use) and on
-kube-apiserver v1.37 with the real Volcano (``sandbox.realvolcano``; built by
+(``realcluster.apiserver``; built by ``scripts/kube-apiserver`` on first use) and on
+kube-apiserver v1.37 with the real Volcano (``realcluster.volcano``; built by
 ``scripts/real-components``). The marks ``sandbox_apiserver``, ``kube_apiserver`` and
 ``volcano_apiserver`` select one of them (``-m volcano_apiserver``).
 """
@@ -42,11 +42,11 @@ def apiserver(request: pytest.FixtureRequest) -> Iterator[Any]:
 
             handle: Any = stack.enter_context(start_apiserver())
         elif request.param == VOLCANO:
-            from sandbox.realvolcano import start_volcano_cluster
+            from realcluster.volcano import start_volcano_cluster
 
             handle = stack.enter_context(start_volcano_cluster())
         else:
-            from sandbox.realapiserver import start_real_apiserver
+            from realcluster.apiserver import start_real_apiserver
 
             handle = stack.enter_context(start_real_apiserver())
         yield handle

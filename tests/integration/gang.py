@@ -2,7 +2,7 @@
 
 Most integration tests play Volcano by writing PodGroup phases themselves; the tests of what the
 TFJob says about a waiting gang need Volcano's own words, so they run a real scheduler against the
-session's API server: the real Volcano's where it is installed (``sandbox.realvolcano``), else
+session's API server: the real Volcano's where it is installed (``realcluster.volcano``), else
 the sandbox's (``sandbox.scheduler``) in-process, on nodes registered here
 (no kubelet: bound pods stay Pending, which is all these tests need). The nodes' Ready condition is
 kept fresh as a kubelet's heartbeat would: on kube-apiserver, kube-controller-manager's node
@@ -32,7 +32,7 @@ from kube.events import EventRecorder
 from kube.patches import PatchType
 from kube.resources import NODES
 from kubeobjects.times import format_time
-from sandbox.realvolcano import VolcanoCluster, volcano_scheduler_conf
+from realcluster.volcano import VolcanoCluster, volcano_scheduler_conf
 from sandbox.scheduler.runner import Scheduler, SchedulerOptions
 
 # Big enough that what earlier tests left behind in their namespaces never crowds these tests out.

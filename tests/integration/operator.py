@@ -32,7 +32,7 @@ from kube.api import KubeApi
 from kube.client import make_api_client
 from kube.leader import LeaseTerms
 from kube.workqueue import Backoff
-from sandbox.ports import free_port
+from realcluster.ports import free_port
 from tfjob.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,8 @@ import pytest
 
 from kube.patches import PatchType
 from kube.resources import NODES, QUEUES_V1BETA1, Resource
-from sandbox.kubectl import find_kubectl, kubectl
+from realcluster.kubectl import find_kubectl
+from sandbox.kubectl import kubectl
 from sandbox.testing import start_apiserver
 
 from .cluster import Cluster, condition, eventually, simple_job

@@ -23,7 +23,7 @@ from kube.client import make_api_client
 from kube.errors import ApiError
 from kube.patches import PatchType
 from kube.resources import CONFIGMAPS, LEASES, NAMESPACES, PODGROUPS_V1BETA1, PODS, SERVICES, Resource
-from sandbox.realapiserver import RealApiServer, start_real_apiserver
+from realcluster.apiserver import RealApiServer, start_real_apiserver
 from sandbox.testing import ApiServerHandle, start_apiserver
 
 from .cluster import load_seed

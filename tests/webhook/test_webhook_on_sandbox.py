@@ -38,8 +38,8 @@ from kube.resources import (
     SECRETS,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
 )
+from realcluster.ports import free_port
 from sandbox import testing
-from sandbox.ports import free_port
 from tests.polling import eventually
 from tests.webhook.admission_cases import load_cases
 from webhook.__main__ import serve

@@ -16,8 +16,8 @@ import subprocess
 import time
 from typing import Any
 
+from realcluster.kubectl import find_kubectl
 from sandbox.cluster import ClusterHandle
-from sandbox.kubectl import find_kubectl
 from tests.polling import wait_for
 
 # A gang of four pods on small nodes takes a while to settle on a loaded machine.

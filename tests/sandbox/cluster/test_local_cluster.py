@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from realcluster.kubectl import find_kubectl
 from sandbox.cluster import (
     CONTROLLER_IDENTITY,
     SCHEDULER_IDENTITY,
@@ -24,7 +25,6 @@ from sandbox.cluster import (
     node_identity,
     start_cluster,
 )
-from sandbox.kubectl import find_kubectl
 from sandbox.webhook_configs import webhook_configurations
 from tests.polling import wait_for
 from tests.sandbox.cluster.conftest import THREE_SMALL_NODES

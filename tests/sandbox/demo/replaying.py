@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from realcluster.kubectl import find_kubectl
 from sandbox.backends import SANDBOX
 from sandbox.cluster import ClusterOptions, start_cluster
-from sandbox.kubectl import find_kubectl
 from sandbox.seedreplay import (
     EXPERIMENTS,
     ExperimentRecord,

@@ -10,7 +10,7 @@ source package, kept in a cache outside the work tree).
 - ``RealApiServer`` answers what tests ask of the sandbox's ``ApiServerHandle``: ``kubeconfig``,
   ``add_user``, ``request_log`` (read from kube-apiserver's audit log), ``expire_watches``,
   ``install_crd_file``/``apply_file``, plus ``restart_apiserver`` on the same etcd.
-- ``python -m sandbox.realapiserver --bin-dir DIR`` runs one in the foreground until Ctrl-C
+- ``python -m realcluster.apiserver --bin-dir DIR`` runs one in the foreground until Ctrl-C
   (``scripts/kube-apiserver run``), printing where its admin kubeconfig is.
 
 Identities: the admin is a static token in ``system:masters``; every other user gets an X.509
@@ -44,7 +44,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import yaml
 from cryptography import x509
@@ -55,11 +55,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from certs.authority import CLOCK_SKEW, CertificateAuthority, new_ca
 from certs.pem import certificate_pem, new_private_key, private_key_pem
 from certs.serving import issue_serving_certificate
-from sandbox.apiserver.kubeconfig import write_kubeconfig
-from sandbox.apiserver.requestlog import RequestRecord
-from sandbox.crds import VOLCANO_CRD_FILES, tfjob_crd_path
-from sandbox.kubectl import find_kubectl
-from sandbox.ports import free_port
+from realcluster.crds import VOLCANO_CRD_FILES, tfjob_crd_path
+from realcluster.kubeconfig import write_kubeconfig
+from realcluster.kubectl import find_kubectl
+from realcluster.ports import free_port
+from realcluster.requestrecord import RequestRecord
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def kube_release(bin_dir: Path) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def _client_certificate(ca: CertificateAuthority, user: str, groups: Sequence[str]) -> tuple[bytes, bytes]:
+def client_certificate(ca: CertificateAuthority, user: str, groups: Sequence[str]) -> tuple[bytes, bytes]:
     """kube-apiserver's X.509 identity: the common name is the user, each organization a group."""
     now = datetime.datetime.now(datetime.UTC)
     key = new_private_key()
@@ -162,6 +162,24 @@ def _client_certificate(ca: CertificateAuthority, user: str, groups: Sequence[st
         .sign(ca.private_key, hashes.SHA256())
     )
     return certificate_pem(certificate), private_key_pem(key)
+
+
+def write_service_account_keys(pki: Path) -> dict[str, Path]:
+    """The key pair service-account tokens are signed with: ``sa-key`` (kube-apiserver signs,
+    kube-controller-manager's token controller too) and ``sa-pub`` (kube-apiserver verifies)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return {
+        "sa-key": write_private_file(pki / "sa.key", private),
+        "sa-pub": write_private_file(pki / "sa.pub", public),
+    }
 
 
 def write_private_file(path: Path, content: bytes | str, mode: int = 0o600) -> Path:
@@ -210,11 +228,13 @@ class ChildProcess:
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
+    env: dict[str, str] | None = None
+    """The child's environment; this process's when not given."""
 
     def start(self) -> None:
         self.log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            self.argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            self.argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env
         )
 
     def alive(self) -> bool:
@@ -264,6 +284,19 @@ class RealApiServer:
         self._audit_offset = 0
         self._kubectl = find_kubectl()
 
+    @classmethod
+    def attached(
+        cls, *, url: str, kubeconfig: str, ca: CertificateAuthority, token: str, workdir: Path
+    ) -> RealApiServer:
+        """A kube-apiserver started by someone else (the one-node cluster's), configured as this
+        class configures its own (``token`` in ``system:masters``, client certificates from
+        ``ca``, the audit log in ``workdir/logs``): what tests ask of an API server, no process
+        of its own to stop."""
+        server = cls(RealApiServerOptions(workdir=workdir))
+        server.url, server.kubeconfig, server.workdir, server.token = url, kubeconfig, workdir, token
+        server._ca, server.ca_pem = ca, ca.cert_pem
+        return server
+
     @property
     def admin_token(self) -> str:
         return self.token
@@ -301,26 +334,12 @@ class RealApiServer:
         self._ca = new_ca("tfgang-kube-apiserver-ca")
         self.ca_pem = self._ca.cert_pem
         serving = issue_serving_certificate(self._ca, ["localhost"], ip_addresses=["127.0.0.1"])
-        sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.token = secrets.token_hex(16)
         files = {
+            **write_service_account_keys(pki),
             "ca": write_private_file(pki / "ca.crt", self.ca_pem),
             "cert": write_private_file(pki / "apiserver.crt", serving.cert_pem),
             "key": write_private_file(pki / "apiserver.key", serving.key_pem),
-            "sa-key": write_private_file(
-                pki / "sa.key",
-                sa_key.private_bytes(
-                    serialization.Encoding.PEM,
-                    serialization.PrivateFormat.TraditionalOpenSSL,
-                    serialization.NoEncryption(),
-                ),
-            ),
-            "sa-pub": write_private_file(
-                pki / "sa.pub",
-                sa_key.public_key().public_bytes(
-                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-                ),
-            ),
             "tokens": write_private_file(
                 pki / "tokens.csv", f"{self.token},{ADMIN_USER},admin-uid,system:masters\n"
             ),
@@ -472,7 +491,7 @@ class RealApiServer:
         if self._ca is None:
             raise RealApiServerError("the server has not been started")
         # kube-apiserver adds system:authenticated itself.
-        cert, key = _client_certificate(self._ca, user, [g for g in groups if g != "system:authenticated"])
+        cert, key = client_certificate(self._ca, user, [g for g in groups if g != "system:authenticated"])
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in user)
         written = write_kubeconfig(
             str(path or self.workdir / f"{safe}.kubeconfig"), self.url, self.ca_pem, "", user=safe,
@@ -569,7 +588,19 @@ def start_real_apiserver(options: RealApiServerOptions = RealApiServerOptions())
         server.stop()
 
 
-def run_in_foreground(started: contextlib.AbstractContextManager[RealApiServer], copy_to: Path | None) -> int:
+class Running(Protocol):
+    """What ``run_in_foreground`` shows and watches: a ``RealApiServer`` or a one-node cluster."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def kubeconfig(self) -> str: ...
+    @property
+    def log_dir(self) -> Path: ...
+    def check(self) -> None: ...
+
+
+def run_in_foreground(started: contextlib.AbstractContextManager[Running], copy_to: Path | None) -> int:
     """Run a started server until SIGTERM or Ctrl-C, printing where its kubeconfig and logs are;
     1 when it did not start or one of its components died."""
     stop = False
@@ -597,7 +628,7 @@ def run_in_foreground(started: contextlib.AbstractContextManager[RealApiServer],
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m sandbox.realapiserver", description=(__doc__ or "").split("\n")[0]
+        prog="python -m realcluster.apiserver", description=(__doc__ or "").split("\n")[0]
     )
     parser.add_argument("--bin-dir", type=Path, help=f"the binaries (default: ${BIN_DIR_ENV} or the build)")
     parser.add_argument("--workdir", type=Path, help="keep certificates, etcd data and logs here")

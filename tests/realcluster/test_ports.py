@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from sandbox.ports import free_port
+from realcluster.ports import free_port
 
 
 def test_a_free_port_is_bindable_and_below_the_ephemeral_range() -> None:

@@ -17,8 +17,8 @@ component as a child process on loopback instead of a Deployment:
   watches the folder and reloads on every event there); ``set_scheduler_conf`` rewrites it;
   the scheduler makes the ``default`` and ``root`` queues, the controller opens them.
 
-``start_volcano(apiserver, components)`` is a context manager; ``python -m sandbox.realvolcano
---components DIR`` runs kube-apiserver with Volcano and the sandbox's node agent in the
+``start_volcano(apiserver, components)`` is a context manager; ``python -m realcluster.volcano
+--components DIR`` runs kube-apiserver with Volcano in the
 foreground (``scripts/real-components run``).
 """
 
@@ -41,8 +41,7 @@ import yaml
 
 from certs.authority import new_ca
 from certs.serving import issue_serving_certificate
-from sandbox.ports import free_port
-from sandbox.realapiserver import (
+from realcluster.apiserver import (
     ChildProcess,
     RealApiServer,
     RealApiServerError,
@@ -51,6 +50,7 @@ from sandbox.realapiserver import (
     run_in_foreground,
     write_private_file,
 )
+from realcluster.ports import free_port
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +145,10 @@ class RealVolcano:
     scheduler_conf: str | None = None
     """The scheduler's configuration; the chart's default when not given."""
     startup_timeout: float = 120.0
+    argv_prefix: tuple[str, ...] = ()
+    """Put before each component's command (the one-node cluster's: run it in its namespace)."""
+    component_kubeconfig: str = ""
+    """The kubeconfig the components use; the API server's admin kubeconfig when not given."""
     workdir: Path = field(init=False, default=Path())
     webhook_url: str = field(init=False, default="")
 
@@ -171,7 +175,7 @@ class RealVolcano:
         self.workdir.mkdir(parents=True, exist_ok=True)
         objects = render_volcano(self.components)
         bin_dir = self.components / "bin"
-        kubeconfig = self.apiserver.kubeconfig
+        kubeconfig = self.component_kubeconfig or self.apiserver.kubeconfig
 
         crds = [obj for obj in objects if obj["kind"] == "CustomResourceDefinition"]
         crd_file = write_private_file(self.workdir / "crds.yaml", yaml.safe_dump_all(crds))
@@ -206,21 +210,23 @@ class RealVolcano:
                     webhook["clientConfig"] = {"url": self.webhook_url + path}
                 self.apiserver.apply_object(obj)
         self._children["vc-webhook-manager"] = ChildProcess("vc-webhook-manager", [
-            str(bin_dir / "vc-webhook-manager"), *_container_args(objects, "volcano-admission"),
+            *self.argv_prefix, str(bin_dir / "vc-webhook-manager"),
+            *_container_args(objects, "volcano-admission"),
             f"--kubeconfig={kubeconfig}", "--listen-address=127.0.0.1", f"--port={webhook_port}",
             f"--tls-cert-file={files['cert']}", f"--tls-private-key-file={files['key']}",
             f"--ca-cert-file={files['ca']}", f"--admission-conf={files['conf']}",
             f"--webhook-url={self.webhook_url}", f"--healthz-address=127.0.0.1:{free_port()}",
         ], self.log_dir / "vc-webhook-manager.log")  # fmt: skip
         self._children["vc-controller-manager"] = ChildProcess("vc-controller-manager", [
-            str(bin_dir / "vc-controller-manager"), *_container_args(objects, "volcano-controllers"),
+            *self.argv_prefix, str(bin_dir / "vc-controller-manager"),
+            *_container_args(objects, "volcano-controllers"),
             f"--kubeconfig={kubeconfig}", "--leader-elect=false",
             f"--listen-address=127.0.0.1:{free_port()}", f"--healthz-address=127.0.0.1:{free_port()}",
         ], self.log_dir / "vc-controller-manager.log")  # fmt: skip
         self.scheduler_conf_path.parent.mkdir(exist_ok=True)
         self.set_scheduler_conf(self.scheduler_conf or volcano_scheduler_conf(self.components))
         self._children["vc-scheduler"] = ChildProcess("vc-scheduler", [
-            str(bin_dir / "vc-scheduler"), *_container_args(objects, "volcano-scheduler"),
+            *self.argv_prefix, str(bin_dir / "vc-scheduler"), *_container_args(objects, "volcano-scheduler"),
             f"--kubeconfig={kubeconfig}", "--leader-elect=false",
             f"--scheduler-conf={self.scheduler_conf_path}",
             f"--listen-address=127.0.0.1:{free_port()}", f"--healthz-address=127.0.0.1:{free_port()}",
@@ -343,7 +349,7 @@ def start_volcano_cluster(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m sandbox.realvolcano", description=(__doc__ or "").split("\n")[0]
+        prog="python -m realcluster.volcano", description=(__doc__ or "").split("\n")[0]
     )
     parser.add_argument(
         "--components", type=Path, help=f"the built folder (default: ${COMPONENTS_ENV} or the build)"
