@@ -36,7 +36,7 @@ TF_CONFIG = (
     '{"cluster":{"worker":["dist-mnist-worker-0.kcmp.svc:2222","dist-mnist-worker-1.kcmp.svc:2222"]},'
     '"task":{"type":"worker","index":1},"environment":"cloud"}'
 )
-SETTLE_SECONDS = 2.0
+SETTLE_SECONDS = 3.0
 """How long a terminal pod is watched further: a node writes nothing more once the phase is final."""
 
 

@@ -27,7 +27,7 @@ from tests.sandbox.kubelet.harness import sandbox_cluster
 
 from .kubelet_scenarios import SCENARIOS, Scenario, play, verdict
 
-pytestmark = [pytest.mark.real_node, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.real_node, pytest.mark.timeout(900)]  # the first test also starts the node
 
 SANDBOX_NODE = "las1"
 KUBELET_BACKOFF_SECONDS = 10.0
