@@ -157,7 +157,9 @@ class OneNode:
         return self.apiserver.run_kubectl(*args, stdin=stdin)
 
     def import_image(self, archive: Path, name: str) -> None:
-        """Make an oci-archive available to the kubelet under ``name`` (never pulled)."""
+        """Make an oci-archive available to the kubelet under ``name`` (never pulled): a
+        normalized reference, domain and path in full as ``images.txt`` names them, which is
+        what CRI looks a pod's short image name up by."""
         import_image(self.node, archive, name)
 
     def check(self) -> None:

@@ -9,8 +9,9 @@ starts (nothing is ever pulled: the namespace has no route out).
 - The CNI configuration: the bridge plugin with host-local addresses from the node's pod range
   (its state in the node's folder), the bridge as the pods' gateway, no masquerading (there is
   nowhere to masquerade to), hairpin for a pod reaching itself through a Service.
-- The sandbox (pause) image is the one ``images.txt`` names; CRI finds images by their normalized
-  reference, so every image is also tagged under that name.
+- The sandbox (pause) image is the one ``images.txt`` names. CRI finds an image by its normalized
+  reference (domain and path in full), which is how ``images.txt`` names them; an archive's
+  index is kept under that name, whatever names its manifests carry.
 """
 
 from __future__ import annotations
@@ -21,27 +22,10 @@ from pathlib import Path
 
 from realcluster.node.layout import POD_CIDR, Node, NodeError, Step
 
-__all__ = ["Containerd", "import_image", "normalized_reference", "read_images"]
+__all__ = ["Containerd", "import_image", "read_images"]
 
 CNI_BRIDGE = "cni0"
 NAMESPACE = "k8s.io"
-# Docker's reference grammar, which CRI looks an image up by: a name without a domain gets the
-# default one, a one-part path the "library/" prefix, and a reference without a tag ":latest".
-# This is the name an imported image is tagged with locally; nothing is ever pulled.
-_DEFAULT_DOMAIN = "docker.io"
-
-
-def normalized_reference(name: str) -> str:
-    first, _, rest = name.partition("/")
-    if not rest or ("." not in first and ":" not in first and first != "localhost"):
-        domain, path = _DEFAULT_DOMAIN, name
-        if "/" not in path:
-            path = f"library/{path}"
-    else:
-        domain, path = first, rest
-    if ":" not in path.rsplit("/", 1)[-1] and "@" not in path:
-        path += ":latest"
-    return f"{domain}/{path}"
 
 
 def read_images(folder: Path) -> list[tuple[Path, str]]:
@@ -65,16 +49,10 @@ def ctr(node: Node, *args: str, timeout: float = 600.0) -> str:
 
 
 def import_image(node: Node, archive: Path, name: str) -> None:
-    """Import an oci-archive and name it as CRI looks it up (and as ``name``)."""
-    before = set(ctr(node, "images", "ls", "-q").split())
-    ctr(node, "images", "import", "--no-unpack=false", str(archive))
-    after = set(ctr(node, "images", "ls", "-q").split())
-    wanted = normalized_reference(name)
-    imported = sorted((after - before) | ({name, wanted} & after))
-    if not imported:
-        raise NodeError(f"importing {archive} named no image (looked for {name})")
-    for alias in {name, wanted} - after:
-        ctr(node, "images", "tag", "--force", imported[0], alias)
+    """Import an oci-archive as ``name``, a normalized reference (as CRI looks images up)."""
+    ctr(node, "images", "import", "--index-name", name, str(archive))
+    if name not in ctr(node, "images", "ls", "-q").split():
+        raise NodeError(f"importing {archive} did not name {name}")
 
 
 def _config(node: Node, pause_image: str) -> str:
@@ -90,7 +68,7 @@ def _config(node: Node, pause_image: str) -> str:
         "[plugins.'io.containerd.cri.v1.images']",
         "  snapshotter = 'overlayfs'",
         "[plugins.'io.containerd.cri.v1.images'.pinned_images]",
-        f"  sandbox = {json.dumps(normalized_reference(pause_image))}",
+        f"  sandbox = {json.dumps(pause_image)}",
         "[plugins.'io.containerd.cri.v1.runtime']",
         "  restrict_oom_score_adj = true",
         "  netns_mounts_under_state_dir = true",

@@ -124,6 +124,21 @@ def remove_cgroups(cgroup: str) -> None:
                     logger.warning("cgroup %s not removed: %s", folder, error)
 
 
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
+"""Where the kubelet links each container's log (not configurable); the links of a node point
+into its folders."""
+
+
+def remove_log_links(folders: Iterable[Path]) -> None:
+    roots = [str(folder.resolve()) + "/" for folder in folders]
+    if not CONTAINER_LOG_LINKS.is_dir():
+        return
+    for link in CONTAINER_LOG_LINKS.iterdir():
+        with contextlib.suppress(OSError):
+            if link.is_symlink() and any(os.readlink(link).startswith(root) for root in roots):
+                link.unlink()
+
+
 def delete_netns(netns: str) -> None:
     if Path(f"/run/netns/{netns}").exists():
         subprocess.run(["ip", "netns", "delete", netns], capture_output=True, check=False)
@@ -134,5 +149,6 @@ def sweep(netns: str, cgroup: str, folders: Iterable[Path]) -> None:
     folders = [folder for folder in folders if folder.exists()]
     kill_everything(netns, cgroup, folders)
     unmount_below(folders)
+    remove_log_links(folders)
     remove_cgroups(cgroup)
     delete_netns(netns)

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from realcluster.node import state
-from realcluster.node.containerd import normalized_reference
 from realcluster.node.sweep import mounts_below, sweep
 
 
@@ -87,18 +86,3 @@ def test_tunables_come_back_when_the_last_node_stops(
     state.restore_tunables("tfgang-node-a")
     assert (fake / "kernel/panic").read_text().strip() == "1"
     assert not (cache / state.BASELINE).exists()
-
-
-@pytest.mark.parametrize(
-    ("name", "reference"),
-    [
-        ("busybox:1.37.0-glibc", "docker.io/library/busybox:1.37.0-glibc"),
-        ("tfgang:0.1.0", "docker.io/library/tfgang:0.1.0"),
-        ("localhost/pause:3.10.1", "localhost/pause:3.10.1"),
-        ("localhost/kubectl", "localhost/kubectl:latest"),
-        ("example.test:5000/team/app:1", "example.test:5000/team/app:1"),
-        ("team/app:2", "docker.io/team/app:2"),
-    ],
-)
-def test_image_names_are_tagged_as_cri_looks_them_up(name: str, reference: str) -> None:
-    assert normalized_reference(name) == reference
