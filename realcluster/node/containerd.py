@@ -50,7 +50,8 @@ def ctr(node: Node, *args: str, timeout: float = 600.0) -> str:
 
 def import_image(node: Node, archive: Path, name: str) -> None:
     """Import an oci-archive as ``name``, a normalized reference (as CRI looks images up)."""
-    ctr(node, "images", "import", "--index-name", name, str(archive))
+    # --local: the transfer service's import drops a name it was given for the index.
+    ctr(node, "images", "import", "--local", "--index-name", name, str(archive))
     if name not in ctr(node, "images", "ls", "-q").split():
         raise NodeError(f"importing {archive} did not name {name}")
 
