@@ -129,7 +129,7 @@ def start_error_message(command: str, error: OSError) -> str:
         cause = f'exec: "{command}": {(error.strerror or str(error)).lower()}'
     return (
         "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc "
-        f"create failed: unable to start container process: error during container init: {cause}: unknown"
+        f"create failed: unable to start container process: error during container init: {cause}"
     )
 
 

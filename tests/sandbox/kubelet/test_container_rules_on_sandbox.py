@@ -127,7 +127,7 @@ async def test_a_command_not_found_is_a_start_error_in_containerd_words() -> Non
         await eventually(settled, what="the first pod failed, the second retried")
         terminated = _terminated(await get_pod(cluster.api, "missing"))
         assert (terminated["reason"], terminated["exitCode"]) == ("StartError", 128)
-        cause = 'exec: "no-such-command": executable file not found in $PATH: unknown'
+        cause = 'exec: "no-such-command": executable file not found in $PATH'
         assert terminated["message"].endswith(f"error during container init: {cause}")
         # A start to be retried shows the kubelet's RunContainerError, never a bare termination.
         states = [
