@@ -97,6 +97,9 @@ class ContainerRecord:
     restart_count: int = 0
     container_id: str = ""
     last_container_id: str = ""
+    earlier_state: Terminated | None = None
+    """While the container waits to restart: the termination before ``last_state``, which is the
+    last state again if the pod is stopped before the restart (the runtime still has both)."""
 
 
 def exit_code_of(returncode: int) -> tuple[int, int | None]:
@@ -127,7 +130,12 @@ def after_pod_stopped(record: ContainerRecord, now: str) -> ContainerRecord:
         return record
     if record.last_state is not None:
         return ContainerRecord(
-            record.name, record.image, record.last_state, None, record.restart_count, record.last_container_id
+            record.name,
+            record.image,
+            record.last_state,
+            record.earlier_state,
+            record.restart_count,
+            record.last_container_id,
         )
     never_ran = Terminated(
         137,

@@ -71,6 +71,8 @@ from sandbox.kubelet.writes import LatestWriter, retrying
 logger = logging.getLogger(__name__)
 
 DEFAULT_GRACE_SECONDS = 30.0
+SHOWN_BEFORE_RESTART = 0.05
+"""Seconds between reporting CrashLoopBackOff and the restart that the same kubelet sync makes."""
 
 
 def memory_limit(container: Mapping[str, Any]) -> int | None:
@@ -89,8 +91,6 @@ class WorkerSettings:
     backoff: bo.BackoffPolicy = field(default_factory=bo.BackoffPolicy)
     start_delay: float = 0.2
     """Seconds between the ContainerCreating report and starting the processes ("image pull")."""
-    crash_display_delay: float = 1.0
-    """Seconds after a crash before the wait is reported as CrashLoopBackOff (the kubelet's resync)."""
     sync_delay: float = 1.0
     """Seconds from a container's exit to the earliest restart (the kubelet's sync after the exit)."""
     restart_report_lag: float = 0.3
@@ -370,6 +370,7 @@ class PodWorker:
                     restart_count,
                     "",
                     container_id,
+                    earlier_state=last_state,
                 )
             self._inbox.put_nowait(Exited(old.name, slot.generation, 128))
             return
@@ -417,13 +418,18 @@ class PodWorker:
             slot.restart_pending = True
             loop = asyncio.get_running_loop()
             generation = slot.generation
+            # Even a restart "at once" waits for the kubelet's next sync, as the seed's 1 s gaps show.
+            restart_after = max(delay, self.settings.sync_delay)
             if delay > 0:
-                show_after = min(self.settings.crash_display_delay, delay / 2)
+                # The kubelet's next sync after a crash comes when the back-off ends, or after its
+                # resync period if that is sooner: only then does it show CrashLoopBackOff, and a
+                # sync at the back-off's end restarts the container right after showing it.
+                show_after = min(delay, self.settings.backoff.resync)
+                if show_after >= restart_after:
+                    restart_after = show_after + SHOWN_BEFORE_RESTART
                 slot.timers.append(
                     loop.call_later(show_after, self._inbox.put_nowait, ShowBackoff(record.name, generation))
                 )
-            # Even a restart "at once" waits for the kubelet's next sync, as the seed's 1 s gaps show.
-            restart_after = max(delay, self.settings.sync_delay)
             slot.timers.append(
                 loop.call_later(restart_after, self._inbox.put_nowait, RestartDue(record.name, generation))
             )
@@ -441,9 +447,10 @@ class PodWorker:
         record = slot.record
         termination: Terminated | None = None
         if isinstance(record.state, Terminated):
-            termination, termination_id = record.state, record.container_id
+            termination, termination_id, earlier = record.state, record.container_id, record.last_state
         elif isinstance(record.state, Waiting) and record.state.reason == RUN_CONTAINER_ERROR:
             termination, termination_id = record.last_state, record.last_container_id
+            earlier = record.earlier_state
         if termination is None:
             return
         delay = bo.restart_delay(slot.backoff, slot.finished_mono, self.settings.backoff)
@@ -458,6 +465,7 @@ class PodWorker:
             record.restart_count,
             "",
             termination_id,
+            earlier,
         )
         self.logs.set_waiting(self.uid, record.name, CRASH_LOOP_BACK_OFF)
         self._event(

@@ -36,6 +36,8 @@ TF_CONFIG = (
     '{"cluster":{"worker":["dist-mnist-worker-0.kcmp.svc:2222","dist-mnist-worker-1.kcmp.svc:2222"]},'
     '"task":{"type":"worker","index":1},"environment":"cloud"}'
 )
+GROW = ("sh", "-c", "x=$(head -c 1048576 /dev/zero | tr '\\0' x); y=$x; while :; do y=$y$x; done")
+"""Appends 1 MiB at a time to a shell variable until a memory limit stops it."""
 SETTLE_SECONDS = 3.0
 """How long a terminal pod is watched further: a node writes nothing more once the phase is final."""
 
@@ -49,6 +51,8 @@ class Scenario:
     env: Mapping[str, str] = field(default_factory=dict)
     stop: str = ""
     """What is done to the pod once its container runs: "" (nothing), "delete" or "evict"."""
+    stop_in_backoff: bool = False
+    """Do it once the container waits in the back-off instead (it was restarted at least once)."""
     grace_seconds: int = 30
     """The pod's ``terminationGracePeriodSeconds``; deletion and eviction use the pod's own."""
     restarts: int = 0
@@ -96,8 +100,7 @@ SCENARIOS = (
     ),
     Scenario(
         "a memory limit exceeded",
-        # Appends 1 MiB at a time to a shell variable until the limit stops it.
-        ("sh", "-c", "x=$(head -c 1048576 /dev/zero | tr '\\0' x); y=$x; while :; do y=$y$x; done"),
+        GROW,
         memory_limit="32Mi",
     ),
     Scenario(
@@ -120,6 +123,20 @@ SCENARIOS = (
         restart_policy="OnFailure",
         stop="evict",
         grace_seconds=10,
+    ),
+    Scenario(
+        "deletion of a container waiting in the back-off",
+        ("sh", "-c", "exit 3"),
+        restart_policy="OnFailure",
+        stop="delete",
+        stop_in_backoff=True,
+    ),
+    Scenario(
+        "a memory limit exceeded under OnFailure: restarted",
+        GROW,
+        restart_policy="OnFailure",
+        memory_limit="32Mi",
+        restarts=1,
     ),
     Scenario("a command not found", ("no-such-command",)),
     Scenario(
@@ -333,7 +350,14 @@ async def play(api: KubeApi, scenario: Scenario, node: str) -> tuple[Played, Pla
                     if view.container is not None and (not views or views[-1] != view):
                         views.append(view)
                     gone = event.type == "DELETED"
-                    if scenario.stop and stopping is None and _running(event.object):
+                    ready_to_stop = (
+                        view.container is not None
+                        and view.container.restart_count >= 1
+                        and view.container.state != "running"
+                        if scenario.stop_in_backoff
+                        else _running(event.object)
+                    )
+                    if scenario.stop and stopping is None and ready_to_stop:
                         stopping = asyncio.create_task(_stop(api, scenario, name, namespace))
                     if not scenario.stop and ended_at is None and _ended(scenario, view):
                         if scenario.restarts:

@@ -111,7 +111,7 @@ def test_backoff_resets_after_ten_minutes_of_running() -> None:
 
 
 def test_scaled_backoff_for_tests() -> None:
-    assert BackoffPolicy.scaled(0.2) == BackoffPolicy(0.2, pytest.approx(6.0))
+    assert BackoffPolicy.scaled(0.2) == BackoffPolicy(0.2, pytest.approx(6.0), pytest.approx(1.2))
     with pytest.raises(ValueError):
         BackoffPolicy.scaled(0)
 
