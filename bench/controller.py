@@ -607,7 +607,7 @@ def _api_server(kind: str) -> Iterator[tuple[Any, Callable[[], float]]]:
         from realcluster.apiserver import RealApiServer
     except ImportError as exc:
         raise SystemExit(
-            f"--apiserver {KUBE_APISERVER} needs sandbox/realapiserver.py and a kube-apiserver built by "
+            f"--apiserver {KUBE_APISERVER} needs realcluster/apiserver.py and a kube-apiserver built by "
             f"scripts/kube-apiserver: {exc}"
         ) from exc
     server = RealApiServer()

@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
     started = start_one_node(args.components, args.images, args.workdir, port=args.port)
-    return run_in_foreground(started, args.kubeconfig)
+    return run_in_foreground(started, args.kubeconfig, "the one-node cluster's kube-apiserver")
 
 
 if __name__ == "__main__":

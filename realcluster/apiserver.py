@@ -600,29 +600,39 @@ class Running(Protocol):
     def check(self) -> None: ...
 
 
-def run_in_foreground(started: contextlib.AbstractContextManager[Running], copy_to: Path | None) -> int:
+def run_in_foreground(
+    started: contextlib.AbstractContextManager[Running], copy_to: Path | None, what: str = "kube-apiserver"
+) -> int:
     """Run a started server until SIGTERM or Ctrl-C, printing where its kubeconfig and logs are;
-    1 when it did not start or one of its components died."""
+    1 when it did not start or one of its components died, 130 when stopped while starting (what
+    had started is stopped again)."""
     stop = False
+    running = False
 
     def request_stop(*_: object) -> None:
         nonlocal stop
         stop = True
+        if not running:
+            raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     try:
         with started as server:
+            running = True
             if copy_to:
                 shutil.copyfile(server.kubeconfig, copy_to)
-            print(f"kube-apiserver at {server.url}; kubeconfig {copy_to or server.kubeconfig}", flush=True)
+            print(f"{what} at {server.url}; kubeconfig {copy_to or server.kubeconfig}", flush=True)
             print(f"logs in {server.log_dir}; Ctrl-C stops it", flush=True)
             while not stop:
                 server.check()
                 time.sleep(0.5)
     except RealApiServerError as error:
-        print(f"kube-apiserver did not run: {error}", file=sys.stderr)
+        print(f"{what} did not run: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"{what}: stopped while starting", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -205,8 +205,10 @@ def start_one_node(
     finally:
         started = time.monotonic()
         for step in reversed(done):
+            begun = time.monotonic()
             try:
                 step.down(node)
             except Exception:
                 logger.exception("%s: tearing down %s failed", node_id, step.name)
+            logger.info("%s: %s down in %.1fs", node_id, step.name, time.monotonic() - begun)
         logger.info("%s torn down in %.1fs", node_id, time.monotonic() - started)

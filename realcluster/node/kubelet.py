@@ -24,7 +24,7 @@ from realcluster.apiserver import RealApiServerError
 from realcluster.node import state
 from realcluster.node.containerd import socket_path
 from realcluster.node.layout import CLUSTER_DOMAIN, DNS_SERVICE_IP, NODE_IP, NODE_NAME, Node, Step
-from realcluster.node.sweep import cgroup_dirs
+from realcluster.node.sweep import cgroup_dirs, kill_cgroup
 
 __all__ = ["Kubelet"]
 
@@ -98,7 +98,9 @@ class Kubelet(Step):
         node.wait("node Ready", lambda: _node_ready(node), self.timeout, "kubelet.log")
 
     def down(self, node: Node) -> None:
+        """The kubelet, then its pods: their watches would hold kube-apiserver's shutdown up."""
         node.stop("kubelet", grace=15)
+        kill_cgroup(node.cgroup)
 
 
 def _node_ready(node: Node) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["cgroup_dirs", "kill_everything", "mounts_below", "sweep", "unmount_below"]
+__all__ = ["cgroup_dirs", "kill_cgroup", "kill_everything", "mounts_below", "sweep", "unmount_below"]
 
 CGROUP_MOUNT = Path("/sys/fs/cgroup")
 
@@ -46,6 +46,16 @@ def _cgroup_pids(cgroup: str) -> set[int]:
             with contextlib.suppress(OSError, ValueError):
                 pids.update(int(line) for line in (folder / "cgroup.procs").read_text().split())
     return pids
+
+
+def kill_cgroup(cgroup: str, timeout: float = 10.0) -> None:
+    """SIGKILL every process in ``cgroup``'s tree (the pods', once the kubelet is gone)."""
+    deadline = time.monotonic() + timeout
+    while (pids := _cgroup_pids(cgroup)) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
 
 
 def _netns_pids(netns: str) -> set[int]:

@@ -10,11 +10,14 @@ KUBERNETES_VERSION = {"major": "1", "minor": "37", "gitVersion": "v1.37.1-tfgang
 SUBRESOURCE_VERBS = {
     "status": ("get", "patch", "update"),
     "binding": ("create",),
+    "eviction": ("create",),
     "log": ("get",),
     "finalize": ("update",),
     "scale": ("get", "patch", "update"),
 }
-SUBRESOURCE_KINDS = {"binding": "Binding", "scale": "Scale"}
+SUBRESOURCE_KINDS = {"binding": "Binding", "eviction": "Eviction", "scale": "Scale"}
+SUBRESOURCE_GROUP_VERSIONS = {"eviction": ("policy", "v1")}
+"""Subresources whose kind lives in another API group than their resource's."""
 
 
 def version_info() -> JsonObj:
@@ -80,6 +83,8 @@ def _resource_entries(info: ResourceInfo) -> list[JsonObj]:
                 "verbs": list(SUBRESOURCE_VERBS.get(sub, ())),
             }
         )
+        if sub in SUBRESOURCE_GROUP_VERSIONS:
+            entries[-1]["group"], entries[-1]["version"] = SUBRESOURCE_GROUP_VERSIONS[sub]
     return entries
 
 
@@ -111,8 +116,12 @@ def _discovery_resource(info: ResourceInfo) -> JsonObj:
             {
                 "subresource": sub,
                 "responseKind": {
-                    "group": info.group if sub not in SUBRESOURCE_KINDS else "",
-                    "version": info.version if sub not in SUBRESOURCE_KINDS else "v1",
+                    "group": SUBRESOURCE_GROUP_VERSIONS.get(sub, ("", ""))[0]
+                    if sub in SUBRESOURCE_KINDS
+                    else info.group,
+                    "version": SUBRESOURCE_GROUP_VERSIONS.get(sub, ("", "v1"))[1]
+                    if sub in SUBRESOURCE_KINDS
+                    else info.version,
                     "kind": SUBRESOURCE_KINDS.get(sub, info.kind),
                 },
                 "verbs": list(SUBRESOURCE_VERBS.get(sub, ())),

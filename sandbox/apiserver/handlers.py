@@ -14,6 +14,7 @@ from aiohttp import web
 from realcluster.requestrecord import RequestRecord
 from sandbox.apiserver import discovery, errors, operations, protobuf, rbac, representation, selectors, tables
 from sandbox.apiserver.auth import UserInfo
+from sandbox.apiserver.eviction import evict_pod
 from sandbox.apiserver.gc import Deleter, parse_delete_options
 from sandbox.apiserver.jsonobj import JsonObj
 from sandbox.apiserver.operations import RequestContext
@@ -199,6 +200,12 @@ class RestHandler:
             if method != "GET":
                 raise errors.method_not_allowed()
             return await pod_log(self.state, request, namespace, path.name)
+        if path.subresource == "eviction":
+            if method != "POST":
+                raise errors.method_not_allowed()
+            body = await self._json_body(request)
+            evicted = await evict_pod(self.state, self.deleter, info, namespace, path.name, body, ctx)
+            return json_response(evicted, 201)
         if path.subresource == "binding":
             if method != "POST":
                 raise errors.method_not_allowed()

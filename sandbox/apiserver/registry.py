@@ -114,7 +114,12 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     ),
     _kind("v1", "nodes", "Node", False, short_names=("no",), subresources=STATUS),
     _kind(
-        "v1", "pods", "Pod", short_names=("po",), categories=ALL, subresources=("status", "binding", "log")
+        "v1",
+        "pods",
+        "Pod",
+        short_names=("po",),
+        categories=ALL,
+        subresources=("status", "binding", "eviction", "log"),
     ),
     _kind("v1", "services", "Service", short_names=("svc",), categories=ALL, subresources=STATUS),
     _kind("v1", "endpoints", "Endpoints", short_names=("ep",)),

@@ -14,13 +14,17 @@ from dataclasses import dataclass
 class BackoffPolicy:
     initial: float = 10.0
     maximum: float = 300.0
+    resync: float = 60.0
+    """The kubelet's pod resync period: a container waiting out a longer back-off is seen (and
+    shown as CrashLoopBackOff) this long after its crash, a shorter one only when it ends."""
 
     @classmethod
     def scaled(cls, initial: float) -> BackoffPolicy:
-        """A policy with kubelet's proportions (cap = 30 x initial) for a shorter or longer base."""
+        """A policy with kubelet's proportions (cap = 30 x initial, resync = 6 x initial) for a
+        shorter or longer base."""
         if initial <= 0:
             raise ValueError(f"the back-off base must be positive, not {initial}")
-        return cls(initial, initial * 30)
+        return cls(initial, initial * 30, initial * 6)
 
     @property
     def reset_after(self) -> float:

@@ -11,6 +11,11 @@ CRASH_LOOP_BACK_OFF: Final = "CrashLoopBackOff"
 CREATE_CONFIG_ERROR: Final = "CreateContainerConfigError"
 COMPLETED: Final = "Completed"
 ERROR: Final = "Error"
+OOM_KILLED: Final = "OOMKilled"
+START_ERROR: Final = "StartError"
+"""containerd's reason for a container whose process could not be started (exit code 128)."""
+RUN_CONTAINER_ERROR: Final = "RunContainerError"
+"""The kubelet's waiting reason for a container whose start failed and is to be tried again."""
 
 
 class WaitingWire(TypedDict):
@@ -92,6 +97,9 @@ class ContainerRecord:
     restart_count: int = 0
     container_id: str = ""
     last_container_id: str = ""
+    earlier_state: Terminated | None = None
+    """While the container waits to restart: the termination before ``last_state``, which is the
+    last state again if the pod is stopped before the restart (the runtime still has both)."""
 
 
 def exit_code_of(returncode: int) -> tuple[int, int | None]:
@@ -101,12 +109,18 @@ def exit_code_of(returncode: int) -> tuple[int, int | None]:
     return returncode, None
 
 
-def after_exit(record: ContainerRecord, returncode: int, now: str) -> ContainerRecord:
-    """A running container whose process ended with ``returncode``."""
+def after_exit(
+    record: ContainerRecord, returncode: int, now: str, oom_killed: bool = False
+) -> ContainerRecord:
+    """A running container whose process ended with ``returncode`` (``oom_killed``: by the node
+    for exceeding its memory limit, which the runtime reports as ``OOMKilled`` when it died of it)."""
     if not isinstance(record.state, Running):
         return record
     exit_code, signum = exit_code_of(returncode)
-    return replace(record, state=Terminated(exit_code, record.state.started_at, now, signum))
+    reason = OOM_KILLED if oom_killed and exit_code == 137 else ""
+    return replace(
+        record, state=Terminated(exit_code, record.state.started_at, now, signum, special_reason=reason)
+    )
 
 
 def after_pod_stopped(record: ContainerRecord, now: str) -> ContainerRecord:
@@ -116,7 +130,12 @@ def after_pod_stopped(record: ContainerRecord, now: str) -> ContainerRecord:
         return record
     if record.last_state is not None:
         return ContainerRecord(
-            record.name, record.image, record.last_state, None, record.restart_count, record.last_container_id
+            record.name,
+            record.image,
+            record.last_state,
+            record.earlier_state,
+            record.restart_count,
+            record.last_container_id,
         )
     never_ran = Terminated(
         137,
@@ -146,8 +165,7 @@ def _state_wire(state: ContainerState | None, container_id: str) -> StateWire:
     )
     if container_id:
         terminated["containerID"] = container_id
-    if state.signal is not None:
-        terminated["signal"] = state.signal
+    # ``signal`` stays unset: the kubelet never fills it in (a signal shows as exit code 128 + n).
     if state.message:
         terminated["message"] = state.message
     return StateWire(terminated=terminated)

@@ -22,6 +22,9 @@ from sandbox.kubelet.containers import (
 )
 
 TERMINAL_PHASES: Final = frozenset({PodPhase.SUCCEEDED, PodPhase.FAILED})
+POD_COMPLETED: Final = "PodCompleted"
+POD_FAILED: Final = "PodFailed"
+SANDBOX_NOT_READY: Final = "PodSandboxNotReady"
 CONDITION_ORDER: Final = (
     "PodReadyToStartContainers",
     "Initialized",
@@ -69,6 +72,9 @@ class PodView:
     deleting: bool = False
     init_containers: tuple[ContainerRecord, ...] = ()
     """Run one by one, each to success, before any app container starts."""
+    sandbox_created: bool = True
+    """False before the pod's first start ("no pod sandbox exists"); a sandbox that is not ready
+    afterwards has been stopped with the pod."""
 
 
 def should_restart(restart_policy: str, exit_code: int) -> bool:
@@ -179,7 +185,8 @@ def compose_status(
     terminal = phase in TERMINAL_PHASES
     unready = [r.name for r in view.containers if not isinstance(r.state, Running)]
     if terminal:
-        ready_reason, ready_message = "PodCompleted", ""
+        ready_reason = POD_COMPLETED if phase == PodPhase.SUCCEEDED else POD_FAILED
+        ready_message = ""
     elif unready:
         ready_reason, ready_message = (
             "ContainersNotReady",
@@ -189,7 +196,11 @@ def compose_status(
         ready_reason = ready_message = ""
     all_ready = not unready and not terminal
     incomplete = [r.name for r in view.init_containers if not init_succeeded(r)]
-    if incomplete:
+    # Once an app container has run, the pod has been initialized (the kubelet's rule).
+    started = any(isinstance(r.state, Running | Terminated) for r in view.containers)
+    if phase == PodPhase.SUCCEEDED:
+        initialized = _condition(existing, "Initialized", True, now, POD_COMPLETED)
+    elif incomplete and not started:
         initialized = _condition(
             existing,
             "Initialized",
@@ -199,9 +210,21 @@ def compose_status(
             f"containers with incomplete status: [{' '.join(incomplete)}]",
         )
     else:
-        initialized = _condition(existing, "Initialized", True, now, "PodCompleted" if terminal else "")
+        initialized = _condition(existing, "Initialized", True, now)
+    sandbox_ready = view.sandbox_ready and not terminal
     conditions = [
-        _condition(existing, "PodReadyToStartContainers", view.sandbox_ready and not terminal, now),
+        _condition(
+            existing,
+            "PodReadyToStartContainers",
+            sandbox_ready,
+            now,
+            "" if sandbox_ready else SANDBOX_NOT_READY,
+            ""
+            if sandbox_ready
+            else "pod sandbox is not ready"
+            if view.sandbox_created
+            else "no pod sandbox exists",
+        ),
         initialized,
         _condition(existing, "Ready", all_ready, now, ready_reason, ready_message),
         _condition(existing, "ContainersReady", all_ready, now, ready_reason, ready_message),

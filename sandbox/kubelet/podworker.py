@@ -24,6 +24,7 @@ from kube.errors import ApiError, Conflict, NotFound
 from kube.events import EventRecorder
 from kube.patches import PatchType, compose_merge_patches
 from kube.resources import PODS
+from kubeobjects.quantity import parse_quantity
 from kubeobjects.times import go_duration
 from sandbox.kubelet import backoff as bo
 from sandbox.kubelet.containers import (
@@ -31,7 +32,10 @@ from sandbox.kubelet.containers import (
     CRASH_LOOP_BACK_OFF,
     CREATE_CONFIG_ERROR,
     POD_INITIALIZING,
+    RUN_CONTAINER_ERROR,
+    START_ERROR,
     ContainerRecord,
+    ContainerState,
     Running,
     Terminated,
     Waiting,
@@ -67,6 +71,14 @@ from sandbox.kubelet.writes import LatestWriter, retrying
 logger = logging.getLogger(__name__)
 
 DEFAULT_GRACE_SECONDS = 30.0
+SHOWN_BEFORE_RESTART = 0.05
+"""Seconds between reporting CrashLoopBackOff and the restart that the same kubelet sync makes."""
+
+
+def memory_limit(container: Mapping[str, Any]) -> int | None:
+    """The container's memory limit in bytes, if it has one."""
+    limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
+    return int(parse_quantity(limit)) if limit is not None else None
 
 
 def now_text() -> str:
@@ -79,8 +91,6 @@ class WorkerSettings:
     backoff: bo.BackoffPolicy = field(default_factory=bo.BackoffPolicy)
     start_delay: float = 0.2
     """Seconds between the ContainerCreating report and starting the processes ("image pull")."""
-    crash_display_delay: float = 1.0
-    """Seconds after a crash before the wait is reported as CrashLoopBackOff (the kubelet's resync)."""
     sync_delay: float = 1.0
     """Seconds from a container's exit to the earliest restart (the kubelet's sync after the exit)."""
     restart_report_lag: float = 0.3
@@ -114,6 +124,8 @@ class PodWorker:
     _published_ip: str = field(default="", init=False)
     _final_phase: str | None = field(default=None, init=False)
     _gone: bool = field(default=False, init=False)
+    _sandbox_ready: bool = field(default=False, init=False)
+    """The pod's "sandbox" (its IP, its directories) is set up: from the first start on."""
     _waiters: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _status: LatestWriter[dict[str, Any]] = field(init=False)
 
@@ -154,6 +166,13 @@ class PodWorker:
     def _restart_policy(self) -> str:
         return str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
 
+    def _policy_of(self, slot: ContainerSlot) -> str:
+        """The pod's restart policy as it applies to ``slot``: an init container never reruns on success."""
+        policy = self._restart_policy
+        if slot.record.name in self._init_slots and policy == "Always":
+            return "OnFailure"
+        return policy
+
     def _event(self, type_: str, reason: str, message: str) -> None:
         if self.events is None:
             return
@@ -182,9 +201,10 @@ class PodWorker:
             HOST_IP,
             self._start_time,
             self._published_ip,
-            sandbox_ready=True,
+            sandbox_ready=self._sandbox_ready,
             deleting=self._deleting,
             init_containers=self._init_records(),
+            sandbox_created=self._sandbox_ready or self._final_phase is not None,
         )
         status = compose_status(self.pod, view, now_text(), self._final_phase)
         await self._status.write({"status": status})
@@ -248,6 +268,7 @@ class PodWorker:
         """Start what comes next: the first init container not yet done, else the app containers."""
         sources = await self._sources()
         self._published_ip = self.pod_ip
+        self._sandbox_ready = True
         for slot in self._init_slots.values():
             if not init_succeeded(slot.record):
                 await self._start(slot, sources, restart=False)
@@ -329,14 +350,28 @@ class PodWorker:
         started = now_text()
         container_id = f"sandbox://{self.uid[:8]}-{old.name}-{restart_count}"
         try:
-            process = await ContainerProcess.start(launch.argv, launch.env, launch.cwd, log_path)
+            process = await ContainerProcess.start(
+                launch.argv, launch.env, launch.cwd, log_path, memory_limit(slot.spec)
+            )
         except StartFailed as error:
             self._event("Warning", "Failed", f'Error: failed to start container "{old.name}": {error}')
             self.logs.instance_ended(self.uid, old.name)
-            failure = Terminated(128, started, now_text(), special_reason="StartError", message=str(error))
+            failure = Terminated(128, started, now_text(), special_reason=START_ERROR, message=str(error))
             slot.record = ContainerRecord(
                 old.name, old.image, failure, last_state, restart_count, container_id, last_id
             )
+            if should_restart(self._policy_of(slot), failure.exit_code):
+                # The kubelet remembers why the start failed and shows it while a retry is due.
+                slot.record = ContainerRecord(
+                    old.name,
+                    old.image,
+                    Waiting(RUN_CONTAINER_ERROR, failure.message),
+                    failure,
+                    restart_count,
+                    "",
+                    container_id,
+                    earlier_state=last_state,
+                )
             self._inbox.put_nowait(Exited(old.name, slot.generation, 128))
             return
         slot.process = process
@@ -362,34 +397,39 @@ class PodWorker:
         self._inbox.put_nowait(Exited(container, generation, returncode))
 
     async def _on_exit(self, slot: ContainerSlot, returncode: int) -> None:
+        oom_killed = slot.process is not None and slot.process.oom_killed
         slot.process = None
         slot.finished_mono = time.monotonic()
         record = slot.record
         self.logs.instance_ended(self.uid, record.name)
-        slot.record = after_exit(record, returncode, now_text())
-        state = slot.record.state
+        slot.record = after_exit(record, returncode, now_text(), oom_killed)
+        state: ContainerState | None = slot.record.state
+        if isinstance(state, Waiting) and state.reason == RUN_CONTAINER_ERROR:
+            state = slot.record.last_state
         if not isinstance(state, Terminated):
             return
         logger.info("pod %s container %s exited with %d", self._key, record.name, state.exit_code)
-        policy = self._restart_policy
-        if record.name in self._init_slots:
-            if state.exit_code == 0:
-                await self._advance()
-                return
-            policy = "OnFailure" if policy == "Always" else policy  # init containers never rerun on success
-        if should_restart(policy, state.exit_code):
+        if record.name in self._init_slots and state.exit_code == 0:
+            await self._advance()
+            return
+        if should_restart(self._policy_of(slot), state.exit_code):
             delay = bo.restart_delay(slot.backoff, slot.finished_mono, self.settings.backoff)
             await self._publish()
             slot.restart_pending = True
             loop = asyncio.get_running_loop()
             generation = slot.generation
+            # Even a restart "at once" waits for the kubelet's next sync, as the seed's 1 s gaps show.
+            restart_after = max(delay, self.settings.sync_delay)
             if delay > 0:
-                show_after = min(self.settings.crash_display_delay, delay / 2)
+                # The kubelet's next sync after a crash comes when the back-off ends, or after its
+                # resync period if that is sooner: only then does it show CrashLoopBackOff, and a
+                # sync at the back-off's end restarts the container right after showing it.
+                show_after = min(delay, self.settings.backoff.resync)
+                if show_after >= restart_after:
+                    restart_after = show_after + SHOWN_BEFORE_RESTART
                 slot.timers.append(
                     loop.call_later(show_after, self._inbox.put_nowait, ShowBackoff(record.name, generation))
                 )
-            # Even a restart "at once" waits for the kubelet's next sync, as the seed's 1 s gaps show.
-            restart_after = max(delay, self.settings.sync_delay)
             slot.timers.append(
                 loop.call_later(restart_after, self._inbox.put_nowait, RestartDue(record.name, generation))
             )
@@ -405,7 +445,13 @@ class PodWorker:
 
     async def _show_backoff(self, slot: ContainerSlot) -> None:
         record = slot.record
-        if not isinstance(record.state, Terminated):
+        termination: Terminated | None = None
+        if isinstance(record.state, Terminated):
+            termination, termination_id, earlier = record.state, record.container_id, record.last_state
+        elif isinstance(record.state, Waiting) and record.state.reason == RUN_CONTAINER_ERROR:
+            termination, termination_id = record.last_state, record.last_container_id
+            earlier = record.earlier_state
+        if termination is None:
             return
         delay = bo.restart_delay(slot.backoff, slot.finished_mono, self.settings.backoff)
         message = (
@@ -415,10 +461,11 @@ class PodWorker:
             record.name,
             record.image,
             Waiting(CRASH_LOOP_BACK_OFF, message),
-            record.state,
+            termination,
             record.restart_count,
             "",
-            record.container_id,
+            termination_id,
+            earlier,
         )
         self.logs.set_waiting(self.uid, record.name, CRASH_LOOP_BACK_OFF)
         self._event(

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from realcluster.node import state
+from realcluster.node.layout import NodeError
 from realcluster.node.sweep import mounts_below, sweep
+from realcluster.onenode import start_one_node
 
 
 @pytest.fixture
@@ -86,3 +88,10 @@ def test_tunables_come_back_when_the_last_node_stops(
     state.restore_tunables("tfgang-node-a")
     assert (fake / "kernel/panic").read_text().strip() == "1"
     assert not (cache / state.BASELINE).exists()
+
+
+def test_a_components_folder_missing_a_binary_fails_the_start(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    missing = r"lacks kube-apiserver.*cni/bin/bridge"
+    with pytest.raises(NodeError, match=missing), start_one_node(tmp_path, tmp_path):
+        pass

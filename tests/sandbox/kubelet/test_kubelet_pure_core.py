@@ -111,7 +111,7 @@ def test_backoff_resets_after_ten_minutes_of_running() -> None:
 
 
 def test_scaled_backoff_for_tests() -> None:
-    assert BackoffPolicy.scaled(0.2) == BackoffPolicy(0.2, pytest.approx(6.0))
+    assert BackoffPolicy.scaled(0.2) == BackoffPolicy(0.2, pytest.approx(6.0), pytest.approx(1.2))
     with pytest.raises(ValueError):
         BackoffPolicy.scaled(0)
 
@@ -253,6 +253,43 @@ def test_completed_pod_conditions() -> None:
     conditions = {c["type"]: c for c in status["conditions"]}
     assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "PodCompleted")
     assert conditions["PodReadyToStartContainers"]["status"] == "False"
+
+
+def test_failed_pod_conditions_say_pod_failed_as_the_kubelet_writes_them() -> None:
+    status = compose_status(
+        make_pod("Never"), PodView((record(Terminated(1, T0, T1)),), "127.0.0.1", T0, "10.244.0.2", True), T2
+    )
+
+    assert status["phase"] == "Failed"
+    conditions = {
+        c["type"]: (c["status"], c.get("reason", ""), c.get("message", "")) for c in status["conditions"]
+    }
+    assert conditions["Ready"] == conditions["ContainersReady"] == ("False", "PodFailed", "")
+    assert conditions["Initialized"] == ("True", "", "")  # PodCompleted only for a pod that succeeded
+    assert conditions["PodReadyToStartContainers"] == (
+        "False",
+        "PodSandboxNotReady",
+        "pod sandbox is not ready",
+    )
+
+
+def test_a_pod_not_started_yet_has_no_sandbox() -> None:
+    pod = make_pod("Never")
+    view = PodView(waiting_records(pod, "ContainerCreating"), "127.0.0.1", T0, sandbox_created=False)
+    conditions = {c["type"]: c for c in compose_status(pod, view, T1)["conditions"]}
+    ready_to_start = conditions["PodReadyToStartContainers"]
+    assert (ready_to_start["reason"], ready_to_start["message"]) == (
+        "PodSandboxNotReady",
+        "no pod sandbox exists",
+    )
+
+
+def test_a_terminated_state_carries_no_signal() -> None:
+    (container,) = compose_status(
+        make_pod("Never"), PodView((record(Terminated(137, T0, T1, 9)),), "127.0.0.1", T0), T2
+    )["containerStatuses"]
+    assert container["state"]["terminated"]["exitCode"] == 137
+    assert "signal" not in container["state"]["terminated"]
 
 
 def test_unchanged_conditions_keep_their_transition_time() -> None:
