@@ -7,7 +7,8 @@ image built here from the repository's Dockerfile (``scripts/real-images``), who
 ``helm`` and ``kubectl`` are the pinned builds of ``scripts/real-components``, talking to the node's
 kube-apiserver through the loopback port of its kubeconfig.
 
-Between the README's two commands the user waits for the Deployments to roll out; so does this.
+Between the README's two commands the user waits for the Deployments to roll out and the webhook
+to answer; so does this.
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ CERT_SECRET = f"{FULLNAME}-webhook-tls"
 MUTATING = f"{FULLNAME}-mutating"
 VALIDATING = f"{FULLNAME}-validating"
 README_IMAGE = "<your-registry>/tfgang"
+PROBE = json.dumps(
+    {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "tfgang-webhook-probe", "namespace": "default"},
+        "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {"containers": [
+            {"name": "tensorflow", "image": "busybox:1.37.0-glibc", "command": ["true"]},
+        ]}}}}},
+    }
+)  # fmt: skip
 ROLLOUT_SECONDS = 180
 
 
@@ -217,6 +228,8 @@ class Release:
         self._timed("helm test", localised(test, image))
 
     def wait_rolled_out(self) -> None:
+        """Both Deployments rolled out, and kube-apiserver reaching the webhook through its Service:
+        pods turn Ready a moment before kube-proxy routes the Service to them."""
         started = time.monotonic()
         for deployment in (WEBHOOK, CONTROLLER):
             self.run(
@@ -224,7 +237,21 @@ class Release:
                  f"--timeout={ROLLOUT_SECONDS}s"],
                 timeout=ROLLOUT_SECONDS + 30,
             )  # fmt: skip
+        self.wait_until_the_webhook_answers()
         self.timings["rollout"] = time.monotonic() - started
+
+    def wait_until_the_webhook_answers(self, within: float = 60.0) -> None:
+        """A server-side dry run of a TFJob (what ``helm test`` does) until it passes the webhook."""
+        deadline = time.monotonic() + within
+        while True:
+            done = self.run(
+                ["kubectl", "create", "--dry-run=server", "-f", "-"], check=False, input_text=PROBE
+            )
+            if done.returncode == 0:
+                return
+            if "failed calling webhook" not in done.stderr or time.monotonic() > deadline:
+                raise ReleaseError(f"the webhook does not answer kube-apiserver: {done.stderr.strip()}")
+            time.sleep(0.5)
 
     def upgrade(self, *values: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
         """``helm upgrade`` of the chart in the working tree, keeping the values given so far."""
