@@ -36,7 +36,6 @@ def chart_dir() -> Path:
             return root / CHART_RELATIVE
     raise FileNotFoundError(f"the tfgang chart ({CHART_RELATIVE}) is not here; set {CHART_ENV}")
 
-
 RELEASE_NAME = "tfgang"
 DEFAULT_NAMESPACE = "tfgang"
 HOOK_ANNOTATION = "helm.sh/hook"

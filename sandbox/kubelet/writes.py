@@ -42,7 +42,9 @@ class Gone(Exception):
     """The object written to does not exist any more."""
 
 
-async def retrying(call: Callable[[], Awaitable[T]], what: str, backoff: Backoff = WRITE_BACKOFF) -> T:
+async def retrying(
+    call: Callable[[], Awaitable[T]], what: str, backoff: Backoff = WRITE_BACKOFF
+) -> T:
     """``call()`` until it returns; retryable failures wait and retry, others are raised."""
     failures = 0
     while True:
