@@ -20,10 +20,10 @@ from pathlib import Path
 
 from kube.flags import Flags, number, positive_number
 from realcluster.apiserver import RealApiServerError
+from realcluster.helmrelease import ReleaseError
 from realcluster.kubectl import KubectlError, find_kubectl
 from sandbox.backends import KINDS, KUBE_APISERVER, NODE, SANDBOX, VOLCANO
 from sandbox.cluster import ClusterError, ClusterOptions, LocalCluster
-from sandbox.helmrelease import ReleaseError
 from sandbox.nodebackend import NodeBackendError
 from sandbox.seedreplay import (
     EXPERIMENTS,

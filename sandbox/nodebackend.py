@@ -1,6 +1,6 @@
 """The real one-node cluster (``realcluster.onenode``) as a backend of the local cluster and the seed
 replay, with tfgang installed on it by ``helm install`` as its users install it
-(``sandbox.helmrelease``): the webhook and the controller are that release's pods, so a cluster on
+(``realcluster.helmrelease``): the webhook and the controller are that release's pods, so a cluster on
 this backend starts no operator process, no node agent and no scheduler (the kubelet, containerd
 and the real Volcano are the node's).
 
@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
+from realcluster.helmrelease import Images, Release
 from realcluster.onenode import OneNode, find_images, start_one_node
 from realcluster.requestrecord import RequestRecord
 from realcluster.volcano import find_components
-from sandbox.helmrelease import Images, Release
 
 
 class NodeBackendError(RuntimeError):

@@ -1,5 +1,5 @@
 """tfgang installed on the one-node cluster (``one_node``, tests/realnode/conftest.py) by the README's
-commands, once for every test of this folder: ``tfgang`` is that release (``sandbox.helmrelease``).
+commands, once for every test of this folder: ``tfgang`` is that release (``realcluster.helmrelease``).
 
 Uninstalling ends the release the other tests use (this folder's and its subfolders'), so the
 uninstall tests run last.
@@ -16,8 +16,8 @@ import pytest
 
 from kube.api import KubeApi
 from kube.client import make_api_client
+from realcluster.helmrelease import Images, Release
 from realcluster.onenode import OneNode, find_images
-from sandbox.helmrelease import Images, Release
 
 # The seed replay's checks are shared with tests/sandbox/demo; let pytest explain their failures.
 pytest.register_assert_rewrite("tests.sandbox.demo.fidelity_checks")

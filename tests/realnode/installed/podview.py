@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sandbox.helmrelease import NAMESPACE, Release
+from realcluster.helmrelease import NAMESPACE, Release
 from tests.integration.cluster import simple_job
 
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")

@@ -15,8 +15,7 @@ import pytest
 
 from certs.secret import decode_secret_data, encode_secret_data
 from certs.serving import dns_names_of, issue_serving_certificate
-from realcluster.onenode import OneNode
-from sandbox.helmrelease import (
+from realcluster.helmrelease import (
     CERT_SECRET,
     CONTROLLER,
     MUTATING,
@@ -27,6 +26,7 @@ from sandbox.helmrelease import (
     localised,
     readme_install_commands,
 )
+from realcluster.onenode import OneNode
 from tests.realnode.installed.podview import (
     apply,
     file_in,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.helmrelease import Release
+from realcluster.helmrelease import Release
 from tests.realnode.installed.podview import apply, job_state, small_job, until
 
 pytestmark = [pytest.mark.real_node, pytest.mark.timeout(240)]

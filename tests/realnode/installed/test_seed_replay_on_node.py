@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from realcluster.helmrelease import Release
 from realcluster.onenode import OneNode
-from sandbox.helmrelease import Release
 from sandbox.nodebackend import NodeReplayCluster
 from sandbox.seedreplay import EXPERIMENTS, ExperimentRecord, SeedReplay, fit_cpu, seed_dir
 from tests.sandbox.demo.fidelity import EXPERIMENT_ORDER

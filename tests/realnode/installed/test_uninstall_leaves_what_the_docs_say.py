@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.helmrelease import (
+from realcluster.helmrelease import (
     DEPLOYMENT_DOC,
     NAMESPACE,
     RELEASE,

@@ -34,8 +34,8 @@ from controller.resources import TFJOBS
 from kube.api import KubeApi
 from kube.errors import AlreadyExists
 from kube.resources import NAMESPACES
+from realcluster.helmrelease import CONTROLLER, NAMESPACE, WEBHOOK, Image, Release, ReleaseError
 from realcluster.onenode import OneNode
-from sandbox.helmrelease import CONTROLLER, NAMESPACE, WEBHOOK, Image, Release, ReleaseError
 from tests.chaos.upgrade_rig import LOAD_NAMESPACE, SEED, CreateRecord, Load, RigOptions
 from tests.realnode.installed.podview import pods_of
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.helmrelease import (
+from realcluster.helmrelease import (
     Image,
     Images,
     ReleaseError,
