@@ -1,8 +1,7 @@
-"""The TensorFlow example on the one-node cluster (mark ``tensorflow``): the node and the tfgang
-release are the real-node suite's own fixtures (tests/realnode), reused here, not made again; the
-example's image is built (or reused, cached by a hash of examples/tensorflow/) and imported once.
-
-The offline tests (``tests/tensorflow/test_example_offline.py``) need none of them.
+"""The TensorFlow example on the one-node cluster (mark ``tensorflow``), on the node (``one_node``)
+and the tfgang release (``tfgang``) of the folders above; the example's image is built (or reused,
+cached by a hash of examples/tensorflow/) and imported once. The helpers and the offline tests of
+the example are in tests/tensorflow/.
 """
 
 from __future__ import annotations
@@ -13,17 +12,13 @@ import pytest
 from realcluster.onenode import OneNode
 from sandbox.helmrelease import Release
 
-from tests.realnode.conftest import one_node
-from tests.realnode.installed.conftest import tfgang
-
-from ..onnode import Cluster, image_archive, image_folder
-
-__all__ = ["one_node", "tfgang"]  # the real-node fixtures, visible to this folder's tests
+from tests.tensorflow.onnode import Cluster, image_archive, image_folder
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "tensorflow: the TensorFlow example on the one-node cluster (tests/tensorflow)"
+        "markers",
+        "tensorflow: the TensorFlow example on the one-node cluster (tests/realnode/installed/tensorflow)",
     )
 
 

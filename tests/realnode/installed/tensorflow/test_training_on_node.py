@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ..onnode import (
+from tests.tensorflow.onnode import (
     STATED_ACCURACY,
     Cluster,
     condition,
@@ -21,7 +21,7 @@ from ..onnode import (
     wait_finished,
     worker_pods,
 )
-from ..trainlog import epochs_run_twice, runs
+from tests.tensorflow.trainlog import epochs_run_twice, runs
 
 pytestmark = pytest.mark.tensorflow
 
