@@ -3,7 +3,7 @@
 Setup: ``tfgang-sandbox up --api-only`` runs as its own process; this process is the client
 (aiohttp over HTTPS keep-alive connections, bearer token and CA from the kubeconfig the server writes).
 
-Measured, and written to ``docs/performance.md`` between ``<!-- bench:apiserver -->`` markers:
+Measured and printed (carried into ``docs/performance.md``'s tables by hand, ``bench/perfdoc.py``):
 - create: ``--pods`` pod creations (seed-like pods) over ``--connections`` connections;
 - list: full lists of all pods (JSON, and as kubectl's Table), lists/s and objects/s;
 - watch: ``--watches`` concurrent watches on the pods of the namespace, then ``--updates`` status

@@ -1,9 +1,9 @@
-"""Chaos figures: every scenario of ``tests/chaos/scenarios.py``, N times, into ``docs/reliability.md``.
+"""Chaos figures: every scenario of ``tests/chaos/scenarios.py``, N times, for ``docs/reliability.md``.
 
 Run: ``python bench/chaos.py [--runs 3] [--storm-jobs 20] [--storm-kills 8] [--no-write]``. Each run of
 each scenario gets a fresh local cluster (``sandbox.cluster``: the sandbox API server, scheduler,
-node agent, webhook and controller as processes) and its own random seed. The section between
-``<!-- bench:chaos -->`` markers is rewritten; the rest of the file is left as it is.
+node agent, webhook and controller as processes) and its own random seed. The report is printed;
+its figures are carried into docs/reliability.md's tables by hand (``bench/perfdoc.py``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ deletes a pod the mutating webhook did not mark, so without it no job would prog
 client's pods (the controller's own, built by ``tfjob.pods``: job-name label, controller owner reference)
 go through it the same way, so the API server's per-object CPU includes calling the webhook in both.
 
-Measured, and written to ``docs/performance.md`` between ``<!-- bench:controller -->`` markers:
+Measured and printed (carried into ``docs/performance.md``'s tables by hand, ``bench/perfdoc.py``):
 
 - the time from the first TFJob create until every PodGroup and every pod exists;
 - p50/p99 of the time from the last pod status change of a job to the job's new condition

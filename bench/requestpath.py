@@ -19,7 +19,7 @@ so that a change in the machine's load falls on all of them.
   and ``KubeApi.watch_into`` (each event handed on inside the read, what the reflectors use). Each
   event is decoded and counted.
 
-Printed only; the figures go into docs/performance.md ("Controller: what was changed, measured") by
+Printed only; the figures go into docs/performance.md (the controller's tables) by
 hand.
 """
 

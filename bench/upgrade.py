@@ -4,8 +4,8 @@ Run: ``python bench/upgrade.py [--runs 3] [--rate 60] [--min-creations 10000] [-
 [--shutdown-delay 5] [--workdir DIR] [--no-write]``. Needs
 Debian's ``haproxy`` and a kube-apiserver: ``--bin-dir`` holds etcd, kube-apiserver and
 kube-controller-manager (any release the rig runs on); without it, ``scripts/kube-apiserver build``
-makes v1.20 (cached). Each run starts everything afresh. The table of each run goes between the
-``<!-- bench:upgrade -->`` markers of docs/reliability.md; the rest of the file is left as it is.
+makes v1.20 (cached). Each run starts everything afresh. It prints each run's table; the figures are
+carried into docs/reliability.md's tables by hand (``bench/perfdoc.py``).
 """
 
 from __future__ import annotations

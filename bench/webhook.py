@@ -23,7 +23,7 @@ Latency is measured on the first.
 Rounds alternate between the servers so that other work on the machine hits all of them alike;
 each phase reports its best round. ``bash bench/setup`` installs wrk, hey, Go and py-spy.
 
-Measured, and written to ``docs/performance.md`` between ``<!-- bench:webhook -->`` markers:
+Measured and printed (carried into ``docs/performance.md``'s tables by hand, ``bench/perfdoc.py``):
 throughput and latency of each server and their ratios, the webhook's CPU per admission (from
 /proc), its RSS once its cache has synced the TFJobs and its peak RSS, its time to ready.
 

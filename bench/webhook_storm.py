@@ -18,7 +18,7 @@ so a review that waits for a connection slot counts its wait. Each slow connecti
 closed is counted from its connect (the client's view: waiting in the listen backlog included)
 and from its TLS handshake's end (the server's header deadline).
 
-Measured, and written to ``docs/reliability.md`` between ``<!-- bench:webhook-storm -->`` markers:
+Measured and printed (carried into ``docs/reliability.md``'s tables by hand, ``bench/perfdoc.py``):
 requests tried, answers by HTTP status (and inside 200 reviews, by outcome), 5xx answers, valid
 requests not answered correctly or dropped, the webhook's RSS before the slow connections and
 after the storm (and its peak), /metrics size, the normal client's latency before and while the

@@ -1,7 +1,7 @@
 """The chaos scenarios, each a function from a running cluster to its figures.
 
 The tests in this folder assert on the figures; ``bench/chaos.py`` runs the scenarios N times and
-writes them to ``docs/reliability.md``. A scenario works on a ``ChaosCluster``; ``SandboxCluster``
+prints them for ``docs/reliability.md``. A scenario works on a ``ChaosCluster``; ``SandboxCluster``
 is a ``LocalCluster`` (``sandbox.cluster``: the sandbox API server in this process, the scheduler,
 node agent, webhook and controller as processes). Each scenario takes a namespace of its own,
 and watches it from the start with a ``Census``: every uid ever created per object name (a name

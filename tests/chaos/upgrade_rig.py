@@ -28,7 +28,7 @@ themselves; kube-apiserver restarted; a replica killed -9 and replaced; the cont
 SIGTERMed; then steady load until the run has made ``min_creations`` pods. Each step's figures
 count the creates begun during it.
 
-``bench/upgrade.py`` runs it and writes the figures into docs/reliability.md;
+``bench/upgrade.py`` runs it and prints the figures docs/reliability.md carries;
 ``test_upgrade_under_load.py`` runs a short version under ``pytest -m chaos``.
 """
 
