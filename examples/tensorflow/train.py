@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 
 # Before TensorFlow is imported: tf.keras is then tf-keras (Keras 2), and TensorFlow's C++ log
@@ -248,8 +250,31 @@ def run_parameter_server(
     fit(strategy, keras.utils.experimental.DatasetCreator(dataset_fn), args, (x_test, y_test), [])
 
 
+def exit_on_sigterm() -> None:
+    """End at once on SIGTERM, which Kubernetes sends to a pod's containers when it is deleted.
+
+    The program is its container's PID 1, and the kernel delivers no signal to a PID 1 that has no
+    handler for it: without one, every deletion (a gang restart deletes every pod) would wait out
+    the 30 s grace period for SIGKILL. The handler cannot wait for the main thread, which may sit
+    in TensorFlow's C++ for long (``server.join()`` forever): the signal's wakeup byte goes to a
+    thread of its own, which exits. The last checkpoint saved is all a restart needs."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end)
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)  # the wakeup byte does the work
+
+    def watch() -> None:
+        while signal.SIGTERM not in os.read(read_end, 64):
+            pass
+        report("stopped", signal="SIGTERM")
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="sigterm", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
     args = arguments(argv)
+    exit_on_sigterm()
     keras.utils.set_random_seed(args.seed)
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     # What TensorFlow itself read from TF_CONFIG: this task and every address of the cluster.

@@ -56,6 +56,8 @@ def test_collective_job_restarts_as_a_gang_and_tolerates_the_survivor_exiting_fi
     # never a permanent failure of the job (ExitCode or Never would fail it).
     assert worker["restartPolicy"] == "OnFailure"
     assert job["spec"]["runPolicy"]["backoffLimit"] >= 1
+    # Every worker of a collective runs model.fit to the end: the job is done when all are.
+    assert job["spec"]["successPolicy"] == "AllWorkers"
 
 
 def test_parameter_server_job_has_chief_ps_and_workers_and_removes_the_servers_after_success() -> None:

@@ -23,7 +23,8 @@ from tests.tensorflow.onnode import (
 )
 from tests.tensorflow.trainlog import epochs_run_twice, runs
 
-pytestmark = pytest.mark.tensorflow
+# The first test also waits for the node, the release and the image import (about 3 minutes here).
+pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(900)]
 
 EPOCHS = 10
 FINISH_TIMEOUT = 420.0
