@@ -205,6 +205,7 @@ def run_collective(
     resolver: tf.distribute.cluster_resolver.TFConfigClusterResolver, args: argparse.Namespace
 ) -> None:
     strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+    claim_sigterm()  # back from TensorFlow's preemption notifier
     workers = strategy.num_replicas_in_sync
     (x_train, y_train), (x_test, y_test) = digits()
     options = tf.data.Options()
@@ -235,6 +236,7 @@ def run_parameter_server(
         server.join()  # until the pod is deleted: the job is done when the chief is
         return
     strategy = tf.distribute.ParameterServerStrategy(resolver)
+    claim_sigterm()
     (x_train, y_train), (x_test, y_test) = digits()
 
     def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
@@ -253,15 +255,19 @@ def run_parameter_server(
 def exit_on_sigterm() -> None:
     """End at once on SIGTERM, which Kubernetes sends to a pod's containers when it is deleted.
 
-    The program is its container's PID 1, and the kernel delivers no signal to a PID 1 that has no
-    handler for it: without one, every deletion (a gang restart deletes every pod) would wait out
-    the 30 s grace period for SIGKILL. The handler cannot wait for the main thread, which may sit
-    in TensorFlow's C++ for long (``server.join()`` forever): the signal's wakeup byte goes to a
-    thread of its own, which exits. The last checkpoint saved is all a restart needs."""
+    Two things stand in the way. The program is its container's PID 1, and the kernel delivers no
+    signal to a PID 1 that has no handler for it. And MultiWorkerMirroredStrategy installs
+    TensorFlow's own SIGTERM handler (its preemption notifier), which only takes note: the
+    process trains on. Either way every deletion (a gang restart deletes every pod) would wait out
+    the 30 s grace period for SIGKILL, and the old gang would go on training meanwhile. So the
+    program handles SIGTERM itself, again after the strategy is made (``claim_sigterm``). The
+    handler cannot wait for the main thread, which may sit in TensorFlow's C++ for long
+    (``server.join()`` forever): the signal's wakeup byte goes to a thread of its own, which
+    exits. The last checkpoint saved is all a restart needs."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     signal.set_wakeup_fd(write_end)
-    signal.signal(signal.SIGTERM, lambda signum, frame: None)  # the wakeup byte does the work
+    claim_sigterm()
 
     def watch() -> None:
         while signal.SIGTERM not in os.read(read_end, 64):
@@ -270,6 +276,11 @@ def exit_on_sigterm() -> None:
         os._exit(128 + signal.SIGTERM)
 
     threading.Thread(target=watch, name="sigterm", daemon=True).start()
+
+
+def claim_sigterm() -> None:
+    """SIGTERM to this program's handler (the wakeup byte does the work), whoever took it since."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
 
 
 def main(argv: list[str]) -> int:
