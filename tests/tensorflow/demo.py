@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .onnode import Cluster, example_job, wait_epoch, wait_finished, worker_pods
+from .onnode import Cluster, condition, example_job, wait_epoch, wait_finished, worker_pods
 from .trainlog import progress_events
 
 NAME = "digits-collective"
@@ -75,10 +75,7 @@ def run(cluster: Cluster, checkpoints: Path, workers: int, delete_after: int) ->
     while time.monotonic() < deadline:
         watcher.poll()
         job = cluster.job(NAME)
-        if any(
-            c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"
-            for c in job["status"].get("conditions", [])
-        ):
+        if condition(job, "Succeeded") or condition(job, "Failed"):
             break
         time.sleep(1)
     watcher.poll()
