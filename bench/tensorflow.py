@@ -37,11 +37,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from realcluster.helmrelease import Images, Release  # noqa: E402
 from realcluster.node.containerd import NAMESPACE as CTR_NAMESPACE  # noqa: E402
 from realcluster.node.containerd import socket_path  # noqa: E402
 from realcluster.onenode import OneNode, find_images, start_one_node  # noqa: E402
-from sandbox.helmrelease import Images, Release  # noqa: E402
-
 from tests.tensorflow.onnode import (  # noqa: E402
     Cluster,
     example_job,

@@ -85,8 +85,8 @@ def run(cluster: Cluster, checkpoints: Path, workers: int, delete_after: int) ->
 
 
 def main() -> int:
+    from realcluster.helmrelease import Images, Release
     from realcluster.onenode import find_images, start_one_node
-    from sandbox.helmrelease import Images, Release
 
     from .onnode import image_archive, image_folder
 

@@ -9,17 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from realcluster.helmrelease import Release
 from realcluster.onenode import OneNode
-from sandbox.helmrelease import Release
-
 from tests.tensorflow.onnode import Cluster, image_archive, image_folder
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "tensorflow: the TensorFlow example on the one-node cluster (tests/realnode/installed/tensorflow)",
-    )
 
 
 @pytest.fixture(scope="session")
