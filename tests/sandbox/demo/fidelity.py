@@ -206,13 +206,30 @@ FINISHED_PHASE_REPORTED_LATE = (
     "Succeeded) still counted workers whose phase was Running, a higher point of the same fall than "
     "the transcript's sample"
 )
+DELETED_BEFORE_PHASE_REPORTED = (
+    "on the real node, the worker's container completed in the same second as the PS restart that "
+    "reached backoffLimit, and the kubelet had not yet reported its phase Succeeded (it does so in a "
+    "later status update) when tfgang deleted the gang: kubectl prints a deleted pod whose phase is "
+    "not terminal as Terminating, then Completed once the phase lands; the transcript's worker had "
+    "its phase reported before the deletion"
+)
 
 
 def known_pod_divergence(
-    experiment: str, observed: Sequence[PodState], expected: Sequence[PodState]
+    experiment: str,
+    observed: Sequence[PodState],
+    expected: Sequence[PodState],
+    *,
+    real_node: bool = False,
 ) -> str | None:
-    """The reason, when ``observed`` differs from ``expected`` only as a known sandbox divergence."""
-    if experiment != "worker-failure" or len(observed) != len(expected) or len(expected) < 2:
+    """The reason, when ``observed`` differs from ``expected`` only as a known divergence of the
+    sandbox or (``real_node``) of the real node's kubelet."""
+    if experiment != "worker-failure" or len(expected) < 2:
+        return None
+    deleted_before_phase = [*expected, ("Terminating", *expected[-1][1:]), expected[-1]]
+    if real_node and expected[-1][0] == "Completed" and list(observed) == deleted_before_phase:
+        return DELETED_BEFORE_PHASE_REPORTED
+    if len(observed) != len(expected):
         return None
     if list(observed[:-1]) != list(expected[:-1]) or expected[-2][0] != "Terminating":
         return None

@@ -86,7 +86,11 @@ class SeedFidelityChecks:
         divergences: list[str] = []
         for name in sorted(expected):
             differences = compare_pod(experiment, name, observed[name], expected[name])
-            reason = known_pod_divergence(experiment, observed[name], expected[name]) if differences else None
+            reason = (
+                known_pod_divergence(experiment, observed[name], expected[name], real_node=self.real_node)
+                if differences
+                else None
+            )
             (divergences if reason else problems).extend(
                 f"{diff} ({reason})" if reason else diff for diff in differences
             )

@@ -8,6 +8,7 @@ import yaml
 
 from sandbox.seedreplay import backoff_base_for, seed_dir, shorten_manifest
 from tests.sandbox.demo.fidelity import (
+    DELETED_BEFORE_PHASE_REPORTED,
     FINISHED_PHASE_REPORTED_LATE,
     KILLED_RIGHT_AFTER_RESTART,
     PODGROUP_SEEN_DURING_TEARDOWN,
@@ -104,6 +105,20 @@ def test_known_divergences_are_recognised_by_their_exact_shape() -> None:
     assert known_pod_divergence("normal", completed, expected) is None
     assert (
         known_pod_divergence("worker-failure", [*expected[:-1], ("Completed", 1, "las1")], expected) is None
+    )
+    finished = [("Running", 0, "las1"), ("Completed", 0, "las1")]
+    deleted_before_phase = [*finished, ("Terminating", 0, "las1"), ("Completed", 0, "las1")]
+    assert (
+        known_pod_divergence("worker-failure", deleted_before_phase, finished, real_node=True)
+        == DELETED_BEFORE_PHASE_REPORTED
+    )
+    assert known_pod_divergence("worker-failure", deleted_before_phase, finished) is None
+    assert known_pod_divergence("normal", deleted_before_phase, finished, real_node=True) is None
+    assert (
+        known_pod_divergence(
+            "worker-failure", [*finished, ("Terminating", 0, "las1")], finished, real_node=True
+        )
+        is None
     )
     podgroup = [("", 4, 0), ("Inqueue", 4, 0), ("Running", 4, 0), ("Running", 4, 4), ("Running", 4, 2)]
     for torn_down in (
